@@ -1,0 +1,106 @@
+/*
+ * lps - loops per second: every thread loops malloc(size); free() of one
+ * size for a fixed time.  The shortest path through an allocator, and the
+ * one where a lock per operation shows most, so it is swept over sizes
+ * (chunks and page regions) and thread counts (1 to far more threads than
+ * cores, where pools are shared).
+ *
+ * Result: loops_per_sec is the total of malloc/free pairs per second over
+ * all threads; ns_per_loop is one pair as one thread sees it.
+ */
+#include <stdatomic.h>
+
+#include "bench.h"
+
+static atomic_int stop;
+
+struct worker {
+	long size;
+	long loops;
+} BENCH_ALIGNED;
+
+static void *
+worker(void *p)
+{
+	struct worker *w = p;
+	size_t size = (size_t)w->size;
+	long n = 0;
+
+	while (!atomic_load_explicit(&stop, memory_order_relaxed)) {
+		int i;
+
+		for (i = 0; i < 64; i++) {
+			char *q = check_alloc(malloc(size), size);
+
+			escape(q);
+			free(q);
+		}
+		n += 64;
+	}
+	w->loops = n;
+	return NULL;
+}
+
+int
+main(int argc, char **argv)
+{
+	long threads = 2, size = 256;
+	double seconds = 1;
+	struct bench_arg args[] = {
+		{ "threads", ARG_LONG, &threads, "worker threads" },
+		{ "size", ARG_SIZE, &size, "allocation size in bytes" },
+		{ "seconds", ARG_DOUBLE, &seconds, "run time" },
+	};
+	struct bench_threads bt;
+	struct bench_thread_arg *ta;
+	struct worker *w;
+	pthread_t *tids;
+	uint64_t t0, ns;
+	double loops = 0;
+	long i;
+
+	bench_parse(argc, argv, "Loops per second: each thread loops "
+	    "malloc/free of one size for a fixed time.", args,
+	    sizeof(args) / sizeof(args[0]));
+	bench_require(threads >= 1, argv[0], "threads must be at least 1");
+
+	/*
+	 * run_threads() cannot be used: the stop flag must be set by the
+	 * main thread while the workers run.
+	 */
+	w = check_alloc(aligned_alloc(BENCH_CACHELINE,
+	    (size_t)threads * sizeof(*w)), 1);
+	tids = check_alloc(calloc((size_t)threads, sizeof(*tids)), 1);
+	ta = check_alloc(calloc((size_t)threads, sizeof(*ta)), 1);
+	bt.fn = worker;
+	pthread_barrier_init(&bt.start, NULL, (unsigned)threads + 1);
+	for (i = 0; i < threads; i++) {
+		w[i].size = size;
+		w[i].loops = 0;
+		ta[i].bt = &bt;
+		ta[i].arg = &w[i];
+		if (pthread_create(&tids[i], NULL, bench_trampoline,
+		    &ta[i]) != 0) {
+			fprintf(stderr, "pthread_create failed\n");
+			return 1;
+		}
+	}
+	pthread_barrier_wait(&bt.start);
+	t0 = now_ns();
+	sleep_seconds(seconds);
+	atomic_store(&stop, 1);
+	for (i = 0; i < threads; i++)
+		pthread_join(tids[i], NULL);
+	ns = now_ns() - t0;
+	for (i = 0; i < threads; i++)
+		loops += (double)w[i].loops;
+	printf("bench=lps threads=%ld size=%ld seconds=%g elapsed_s=%.4f "
+	    "ns_per_loop=%.1f loops_per_sec=%.0f\n", threads, size, seconds,
+	    (double)ns / 1e9, loops > 0 ? (double)ns * (double)threads /
+	    loops : 0.0, loops * 1e9 / (double)ns);
+	pthread_barrier_destroy(&bt.start);
+	free(ta);
+	free(tids);
+	free(w);
+	return 0;
+}
