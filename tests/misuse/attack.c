@@ -1,0 +1,685 @@
+/*
+ * misuse_attack - one heap misuse per run, chosen by name on the command
+ * line.  The test harness (test_misuse.c) runs it in a child process with
+ * the MALLOC_OPTIONS under test and checks how it dies: the signal and the
+ * allocator's message on stderr.  The same source is also built against
+ * plain glibc (ATTACK_GLIBC) so that misuse_table.c can show what an
+ * unhardened allocator does with the same mistakes.
+ *
+ * Protocol: before the mistake the driver writes "PTR 0x<hex>\n" to stdout
+ * (with write(2), since stdio allocates) naming the pointer the allocator
+ * is expected to report.  If the attack completes without being stopped it
+ * writes "SURVIVED" and exits 0; functional checks (conceal, the OOM path
+ * without X) exit 0 on success and 1 with a reason on stderr otherwise.
+ *
+ * Each attack passes its pointers through launder() so that the compiler
+ * cannot see the undefined behaviour and delete or rearrange it.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifdef ATTACK_GLIBC
+#ifdef HAVE_LIBBSD
+#include <bsd/stdlib.h>
+#endif
+#else
+#include <omalloc.h>
+#endif
+
+#define PAGE 4096UL
+
+static void *
+launder(void *p)
+{
+	__asm__ volatile("" : "+r"(p) : : "memory");
+	return p;
+}
+
+static size_t
+launder_size(size_t n)
+{
+	__asm__ volatile("" : "+r"(n));
+	return n;
+}
+
+static void
+say(const char *s)
+{
+	size_t len = strlen(s);
+
+	while (len > 0) {
+		ssize_t n = write(STDOUT_FILENO, s, len);
+		if (n <= 0)
+			return;
+		s += n;
+		len -= (size_t)n;
+	}
+}
+
+static void
+complain(const char *s)
+{
+	ssize_t r = write(STDERR_FILENO, s, strlen(s));
+	(void)r;
+}
+
+/* Announce the pointer the allocator should name in its message. */
+static void
+report_ptr(const void *p)
+{
+	char buf[32] = "PTR 0x";
+	char hex[17];
+	uintptr_t v = (uintptr_t)p;
+	int n = 0;
+
+	do {
+		hex[n++] = "0123456789abcdef"[v & 15];
+		v >>= 4;
+	} while (v != 0);
+	size_t at = strlen(buf);
+	while (n > 0)
+		buf[at++] = hex[--n];
+	buf[at++] = '\n';
+	buf[at] = '\0';
+	say(buf);
+}
+
+static int
+survived(void)
+{
+	say("SURVIVED\n");
+	return 0;
+}
+
+static int
+failed(const char *why)
+{
+	complain("misuse_attack: ");
+	complain(why);
+	complain("\n");
+	return 1;
+}
+
+#if defined(ATTACK_GLIBC) && !defined(HAVE_LIBBSD)
+/* glibc alone has no freezero or recallocarray: those attacks do not apply. */
+#define NO_BSD_API 1
+#endif
+
+/* --- double free --- */
+
+static int
+chunk_double_free_now(void)
+{
+	char *p = malloc(32);
+
+	report_ptr(p);
+	free(p);
+	free(launder(p));
+	return survived();
+}
+
+/*
+ * The first free has long left the delayed ring when the second comes:
+ * 200 frees of another size class went through it.  A second chunk of
+ * the same class stays allocated so the page is not given back.
+ */
+static int
+chunk_double_free_later(void)
+{
+	char *p = malloc(32);
+	char *keep = malloc(32);
+
+	free(p);
+	for (int i = 0; i < 200; i++)
+		free(launder(malloc(200)));
+	report_ptr(p);
+	free(launder(p));
+	free(keep);
+	return survived();
+}
+
+static int
+region_double_free(void)
+{
+	char *p = malloc(65536);
+
+	report_ptr(p);
+	free(p);
+	free(launder(p));
+	return survived();
+}
+
+/* realloc of a pointer that was just freed: a double free by another name. */
+static int
+realloc_after_free(void)
+{
+	char *p = malloc(32);
+
+	report_ptr(p);
+	free(p);
+	p = realloc(launder(p), 64);
+	free(p);
+	return survived();
+}
+
+/* --- pointers that are not ours --- */
+
+static int
+free_stack(void)
+{
+	char buf[64];
+
+	memset(buf, 1, sizeof(buf));
+	report_ptr(buf);
+	free(launder(buf));
+	return survived();
+}
+
+static char static_buf[64];
+
+static int
+free_static(void)
+{
+	report_ptr(static_buf);
+	free(launder(static_buf));
+	return survived();
+}
+
+static int
+realloc_stack(void)
+{
+	char buf[64];
+
+	memset(buf, 1, sizeof(buf));
+	report_ptr(buf);
+	void *q = realloc(launder(buf), 128);
+	(void)launder(q);
+	return survived();
+}
+
+static int
+chunk_interior(size_t size, size_t off)
+{
+	char *p = malloc(size);
+
+	report_ptr(p + off);
+	free(launder(p + off));
+	return survived();
+}
+
+static int chunk_plus1(void) { return chunk_interior(64, 1); }
+static int chunk_plus8(void) { return chunk_interior(64, 8); }
+/* The middle of a 32-byte slot. */
+static int chunk_mid_slot(void) { return chunk_interior(32, 16); }
+/* 32-byte aligned, as a slot of the 32 class would be, but in a 64 page. */
+static int chunk_other_class(void) { return chunk_interior(64, 32); }
+
+/*
+ * A slot start that was never handed out: the only 1024-byte chunk of a
+ * fresh process sits alone in its page, so the next slot is free.
+ */
+static int
+chunk_unallocated_slot(void)
+{
+	char *p = malloc(1024);
+	uintptr_t base = (uintptr_t)p & ~(PAGE - 1);
+	uintptr_t off = ((uintptr_t)p - base + 1024) & (PAGE - 1);
+	char *q = (char *)(base + off);
+
+	report_ptr(q);
+	free(launder(q));
+	return survived();
+}
+
+static int
+realloc_chunk_interior(void)
+{
+	char *p = malloc(64);
+
+	report_ptr(p + 16);
+	p = realloc(launder(p + 16), 100);
+	(void)launder(p);
+	return survived();
+}
+
+static int
+region_interior(size_t size, size_t off)
+{
+	char *p = malloc(size);
+
+	report_ptr(p + off);
+	free(launder(p + off));
+	return survived();
+}
+
+static int region_plus_page(void) { return region_interior(65536, PAGE); }
+static int region_plus16(void) { return region_interior(65536, 16); }
+static int medium_plus16(void) { return region_interior(3000, 16); }
+
+static int
+realloc_region_interior(void)
+{
+	char *p = malloc(65536);
+
+	report_ptr(p + PAGE);
+	p = realloc(launder(p + PAGE), 10);
+	(void)launder(p);
+	return survived();
+}
+
+/* --- write after free --- */
+
+/*
+ * Write into a freed chunk, then churn the same size class until the
+ * chunk is evicted from the delayed ring (and reused): the junk check on
+ * the way out must notice.
+ */
+static int
+chunk_waf_churn(void)
+{
+	volatile char *p = malloc(64);
+
+	report_ptr((void *)p);
+	free((void *)p);
+	p = launder((void *)p);
+	p[0] = 0x41;
+	for (int i = 0; i < 2000; i++)
+		free(launder(malloc(64)));
+	return survived();
+}
+
+/*
+ * Write into a freed chunk and free one other chunk straight away.  With
+ * F every free validates the junk of the whole delayed ring.
+ */
+static int
+chunk_waf_next_free(void)
+{
+	char *q = malloc(64);
+	volatile char *p = malloc(64);
+
+	report_ptr((void *)p);
+	free((void *)p);
+	p = launder((void *)p);
+	p[0] = 0x41;
+	free(q);
+	return survived();
+}
+
+/* Pages in the free-page cache are PROT_NONE with U (and F). */
+static int
+page_waf(void)
+{
+	volatile char *p = malloc(4 * PAGE);
+
+	report_ptr((void *)p);
+	free((void *)p);
+	p = launder((void *)p);
+	p[0] = 0x41;
+	/* Reuse the cached pages, in case validation happens there. */
+	free(launder(malloc(4 * PAGE)));
+	return survived();
+}
+
+/* --- overflows --- */
+
+/* One byte past the requested 13, inside the 16-byte slot. */
+static int
+chunk_canary(void)
+{
+	volatile char *p = malloc(13);
+
+	report_ptr((void *)p);
+	p = launder((void *)p);
+	p[13] = (char)~p[13];
+	free((void *)p);
+	return survived();
+}
+
+static int
+freezero_size(size_t alloc, size_t claim)
+{
+#ifdef NO_BSD_API
+	(void)alloc;
+	(void)claim;
+	return 77;
+#else
+	char *p = malloc(alloc);
+
+	report_ptr(p);
+	freezero(launder(p), launder_size(claim));
+	return survived();
+#endif
+}
+
+/* Larger than the 32-byte slot: wrong with or without C. */
+static int freezero_chunk_big(void) { return freezero_size(32, 48); }
+/* Within the slot, one past the request: only C records the request. */
+static int freezero_chunk_C(void) { return freezero_size(13, 14); }
+static int freezero_region_big(void) { return freezero_size(20000, 40000); }
+
+static int
+recalloc_wrong(size_t n, size_t claim, size_t grow, size_t elem)
+{
+#ifdef NO_BSD_API
+	(void)n;
+	(void)claim;
+	(void)grow;
+	(void)elem;
+	return 77;
+#else
+	char *p = recallocarray(NULL, 0, n, elem);
+
+	report_ptr(p);
+	p = recallocarray(launder(p), launder_size(claim), grow, elem);
+	(void)launder(p);
+	return survived();
+#endif
+}
+
+/* 100 bytes allocated, 200 claimed. */
+static int recalloc_chunk_big(void) { return recalloc_wrong(10, 20, 30, 10); }
+/* 10000 bytes allocated, 1000 claimed. */
+static int recalloc_region_small(void) { return recalloc_wrong(100, 10, 200, 100); }
+/* 100 allocated, 90 claimed: fits the slot, so only C can tell. */
+static int recalloc_chunk_C(void) { return recalloc_wrong(10, 9, 20, 10); }
+
+/* The first byte after a three-page region: the guard page with G. */
+static int
+region_overflow(void)
+{
+	volatile char *p = malloc(3 * PAGE);
+
+	report_ptr((void *)p);
+	p = launder((void *)p);
+	p[3 * PAGE] = 0x41;
+	return survived();
+}
+
+/*
+ * Sizes between half a page and a page end within 16 bytes of their
+ * page's end, so 16 bytes past the request is on the next page.
+ */
+static int
+medium_overflow(void)
+{
+	volatile char *p = malloc(3000);
+	uintptr_t end = (uintptr_t)p + 3000;
+	uintptr_t page_end = ((uintptr_t)p & ~(PAGE - 1)) + PAGE;
+
+	report_ptr((void *)p);
+	if (page_end - end >= 16)
+		complain("misuse_attack: block not at the end of its page\n");
+	p = launder((void *)p);
+	p[3000 + 16] = 0x41;
+	return survived();
+}
+
+/* --- malloc(0) --- */
+
+static int
+malloc0_read(void)
+{
+	volatile char *p = malloc(0);
+
+	if (p == NULL)
+		return failed("malloc(0) returned NULL");
+	report_ptr((void *)p);
+	p = launder((void *)p);
+	char c = p[0];
+	(void)c;
+	return survived();
+}
+
+static int
+malloc0_write(void)
+{
+	volatile char *p = malloc(0);
+
+	if (p == NULL)
+		return failed("malloc(0) returned NULL");
+	report_ptr((void *)p);
+	p = launder((void *)p);
+	p[0] = 0x41;
+	return survived();
+}
+
+static int
+realloc0_read(void)
+{
+	char *q = malloc(100);
+	volatile char *p = realloc(q, 0);
+
+	if (p == NULL)
+		return failed("realloc(p, 0) returned NULL");
+	report_ptr((void *)p);
+	p = launder((void *)p);
+	char c = p[0];
+	(void)c;
+	return survived();
+}
+
+/* --- out of memory --- */
+
+static int
+oom_malloc(void)
+{
+	errno = 0;
+	void *p = malloc(launder_size(SIZE_MAX / 2));
+
+	if (p != NULL)
+		return failed("malloc(SIZE_MAX / 2) succeeded");
+	if (errno != ENOMEM)
+		return failed("malloc(SIZE_MAX / 2) did not set ENOMEM");
+	return 0;
+}
+
+static int
+oom_calloc(void)
+{
+	errno = 0;
+	void *p = calloc(launder_size(SIZE_MAX / 2), 4);
+
+	if (p != NULL)
+		return failed("calloc(SIZE_MAX / 2, 4) succeeded");
+	if (errno != ENOMEM)
+		return failed("calloc(SIZE_MAX / 2, 4) did not set ENOMEM");
+	return 0;
+}
+
+/* --- recursion --- */
+
+static volatile sig_atomic_t handler_calls;
+
+static void
+alarm_malloc(int sig)
+{
+	(void)sig;
+	free(launder(malloc(16)));
+	handler_calls++;
+}
+
+/*
+ * A timer signal whose handler allocates, while the main loop spends
+ * nearly all its time inside malloc and free.  Sooner or later the
+ * handler lands inside the allocator; the loop is bounded by time (two
+ * seconds) so that a missed detection ends instead of running forever.
+ */
+static int
+recursion(void)
+{
+	struct sigaction sa;
+	struct itimerval it = {{0, 100}, {0, 100}};
+	struct timespec start, now;
+	void *slots[64] = {0};
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = alarm_malloc;
+	sigemptyset(&sa.sa_mask);
+	sa.sa_flags = SA_RESTART;
+	sigaction(SIGALRM, &sa, NULL);
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	setitimer(ITIMER_REAL, &it, NULL);
+	for (unsigned long i = 0;; i++) {
+		unsigned j = i & 63;
+
+		free(slots[j]);
+		slots[j] = malloc(16 + (i * 37) % 3000);
+		if ((i & 1023) == 0) {
+			clock_gettime(CLOCK_MONOTONIC, &now);
+			if (now.tv_sec - start.tv_sec >= 2)
+				break;
+		}
+	}
+	memset(&it, 0, sizeof(it));
+	setitimer(ITIMER_REAL, &it, NULL);
+	if (handler_calls == 0)
+		return failed("the timer never fired");
+	return survived();
+}
+
+/* --- conceal (functional) --- */
+
+#ifndef ATTACK_GLIBC
+static int
+all_zero(const unsigned char *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (p[i] != 0)
+			return 0;
+	return 1;
+}
+
+static int
+conceal_one(size_t size)
+{
+	unsigned char *p = malloc_conceal(size);
+
+	if (p == NULL)
+		return failed("malloc_conceal returned NULL");
+	if (((uintptr_t)p & 15) != 0)
+		return failed("malloc_conceal pointer not 16-byte aligned");
+	if (malloc_usable_size(p) < size)
+		return failed("malloc_usable_size below the request");
+	memset(p, 0xa5, size);
+	unsigned char *q = realloc(p, size * 2);
+	if (q == NULL)
+		return failed("realloc of a conceal block failed");
+	if (q == p)
+		return failed("realloc of a conceal block did not move it");
+	for (size_t i = 0; i < size; i++)
+		if (q[i] != 0xa5)
+			return failed("realloc of a conceal block lost data");
+	memset(q, 0x5a, size * 2);
+	free(q);
+
+	/* Dirty a block, free it, then ask for zeroed memory of that size. */
+	p = malloc_conceal(size);
+	if (p == NULL)
+		return failed("malloc_conceal returned NULL");
+	memset(p, 0xff, size);
+	free(p);
+	p = calloc_conceal(size / 8, 8);
+	if (p == NULL)
+		return failed("calloc_conceal returned NULL");
+	if (!all_zero(p, size / 8 * 8))
+		return failed("calloc_conceal memory not zeroed");
+	free(p);
+
+	errno = 0;
+	if (calloc_conceal(SIZE_MAX / 4, 8) != NULL || errno != ENOMEM)
+		return failed("calloc_conceal overflow not refused with ENOMEM");
+	return 0;
+}
+#endif
+
+/* glibc has no conceal pool: not applicable there. */
+static int
+conceal(void)
+{
+#ifdef ATTACK_GLIBC
+	return 77;
+#else
+	static const size_t sizes[] = {8, 16, 100, 2048, 3000, 4096, 20000,
+	    300000};
+
+	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		int r = conceal_one(sizes[i]);
+		if (r != 0)
+			return r;
+	}
+	/* Conceal blocks and ordinary ones side by side. */
+	void *a = malloc_conceal(64), *b = malloc(64);
+	if (a == NULL || b == NULL || a == b)
+		return failed("conceal and ordinary blocks overlap");
+	free(a);
+	free(b);
+	return 0;
+#endif
+}
+
+static const struct {
+	const char *name;
+	int (*fn)(void);
+} attacks[] = {
+#define A(n) {#n, n}
+	A(chunk_double_free_now),
+	A(chunk_double_free_later),
+	A(region_double_free),
+	A(realloc_after_free),
+	A(free_stack),
+	A(free_static),
+	A(realloc_stack),
+	A(chunk_plus1),
+	A(chunk_plus8),
+	A(chunk_mid_slot),
+	A(chunk_other_class),
+	A(chunk_unallocated_slot),
+	A(realloc_chunk_interior),
+	A(region_plus_page),
+	A(region_plus16),
+	A(medium_plus16),
+	A(realloc_region_interior),
+	A(chunk_waf_churn),
+	A(chunk_waf_next_free),
+	A(page_waf),
+	A(chunk_canary),
+	A(freezero_chunk_big),
+	A(freezero_chunk_C),
+	A(freezero_region_big),
+	A(recalloc_chunk_big),
+	A(recalloc_region_small),
+	A(recalloc_chunk_C),
+	A(region_overflow),
+	A(medium_overflow),
+	A(malloc0_read),
+	A(malloc0_write),
+	A(realloc0_read),
+	A(oom_malloc),
+	A(oom_calloc),
+	A(recursion),
+	A(conceal),
+#undef A
+};
+
+int
+main(int argc, char **argv)
+{
+	if (argc != 2) {
+		complain("usage: misuse_attack <attack>\n");
+		return 2;
+	}
+	for (size_t i = 0; i < sizeof(attacks) / sizeof(attacks[0]); i++)
+		if (strcmp(argv[1], attacks[i].name) == 0)
+			return attacks[i].fn();
+	complain("misuse_attack: unknown attack\n");
+	return 2;
+}
