@@ -229,9 +229,11 @@ check_alloc(void *p, size_t size)
 }
 
 /*
- * Run fn(i, arg_i) on nthreads threads that all start together.  Returns
- * the wall time in ns from the moment every thread was ready until the last
- * one finished, so thread creation is not part of the measurement.
+ * Run fn(arg_i) on nthreads threads that all start together.  Returns the
+ * wall time in ns from the first thread's start to the last one's end,
+ * each taken by the worker itself: the main thread may not be scheduled
+ * right after the start barrier (more threads than cores), so its own
+ * clock would miss part of the run.  Thread creation is not measured.
  */
 struct bench_threads {
 	pthread_barrier_t start;
@@ -241,15 +243,63 @@ struct bench_threads {
 struct bench_thread_arg {
 	struct bench_threads *bt;
 	void *arg;
+	uint64_t t_start, t_end;
 };
 
 static void *
 bench_trampoline(void *p)
 {
 	struct bench_thread_arg *ta = p;
+	void *ret;
 
 	pthread_barrier_wait(&ta->bt->start);
-	return ta->bt->fn(ta->arg);
+	ta->t_start = now_ns();
+	ret = ta->bt->fn(ta->arg);
+	ta->t_end = now_ns();
+	return ret;
+}
+
+/* Start nthreads workers; they run once the caller waits on bt->start. */
+static inline struct bench_thread_arg *
+start_threads(struct bench_threads *bt, pthread_t *tids, long nthreads,
+    void *(*fn)(void *), void *args, size_t argsize)
+{
+	struct bench_thread_arg *ta;
+	long i;
+
+	bt->fn = fn;
+	pthread_barrier_init(&bt->start, NULL, (unsigned)nthreads + 1);
+	ta = check_alloc(calloc((size_t)nthreads, sizeof(*ta)), 1);
+	for (i = 0; i < nthreads; i++) {
+		ta[i].bt = bt;
+		ta[i].arg = (char *)args + (size_t)i * argsize;
+		if (pthread_create(&tids[i], NULL, bench_trampoline,
+		    &ta[i]) != 0) {
+			fprintf(stderr, "pthread_create failed\n");
+			exit(1);
+		}
+	}
+	return ta;
+}
+
+/* Join the workers; the span from the earliest start to the latest end. */
+static inline uint64_t
+join_threads(struct bench_threads *bt, pthread_t *tids,
+    struct bench_thread_arg *ta, long nthreads)
+{
+	uint64_t first = UINT64_MAX, last = 0;
+	long i;
+
+	for (i = 0; i < nthreads; i++) {
+		pthread_join(tids[i], NULL);
+		if (ta[i].t_start < first)
+			first = ta[i].t_start;
+		if (ta[i].t_end > last)
+			last = ta[i].t_end;
+	}
+	pthread_barrier_destroy(&bt->start);
+	free(ta);
+	return last > first ? last - first : 1;
 }
 
 static inline uint64_t
@@ -258,31 +308,14 @@ run_threads(long nthreads, void *(*fn)(void *), void *args, size_t argsize)
 	struct bench_threads bt;
 	struct bench_thread_arg *ta;
 	pthread_t *tids;
-	uint64_t t0, t1;
-	long i;
+	uint64_t ns;
 
-	bt.fn = fn;
-	pthread_barrier_init(&bt.start, NULL, (unsigned)nthreads + 1);
 	tids = check_alloc(calloc((size_t)nthreads, sizeof(*tids)), 1);
-	ta = check_alloc(calloc((size_t)nthreads, sizeof(*ta)), 1);
-	for (i = 0; i < nthreads; i++) {
-		ta[i].bt = &bt;
-		ta[i].arg = (char *)args + (size_t)i * argsize;
-		if (pthread_create(&tids[i], NULL, bench_trampoline,
-		    &ta[i]) != 0) {
-			fprintf(stderr, "pthread_create failed\n");
-			exit(1);
-		}
-	}
+	ta = start_threads(&bt, tids, nthreads, fn, args, argsize);
 	pthread_barrier_wait(&bt.start);
-	t0 = now_ns();
-	for (i = 0; i < nthreads; i++)
-		pthread_join(tids[i], NULL);
-	t1 = now_ns();
-	pthread_barrier_destroy(&bt.start);
-	free(ta);
+	ns = join_threads(&bt, tids, ta, nthreads);
 	free(tids);
-	return t1 - t0;
+	return ns;
 }
 
 /* Sleep for a fractional number of seconds (time-limited benchmarks). */

@@ -55,7 +55,7 @@ main(int argc, char **argv)
 	struct bench_thread_arg *ta;
 	struct worker *w;
 	pthread_t *tids;
-	uint64_t t0, ns;
+	uint64_t ns;
 	double loops = 0;
 	long i;
 
@@ -65,41 +65,27 @@ main(int argc, char **argv)
 	bench_require(threads >= 1, argv[0], "threads must be at least 1");
 
 	/*
-	 * run_threads() cannot be used: the stop flag must be set by the
-	 * main thread while the workers run.
+	 * Not run_threads(): the main thread must set the stop flag while the
+	 * workers run.  The span is still taken from the workers' own clocks.
 	 */
 	w = check_alloc(aligned_alloc(BENCH_CACHELINE,
 	    (size_t)threads * sizeof(*w)), 1);
 	tids = check_alloc(calloc((size_t)threads, sizeof(*tids)), 1);
-	ta = check_alloc(calloc((size_t)threads, sizeof(*ta)), 1);
-	bt.fn = worker;
-	pthread_barrier_init(&bt.start, NULL, (unsigned)threads + 1);
 	for (i = 0; i < threads; i++) {
 		w[i].size = size;
 		w[i].loops = 0;
-		ta[i].bt = &bt;
-		ta[i].arg = &w[i];
-		if (pthread_create(&tids[i], NULL, bench_trampoline,
-		    &ta[i]) != 0) {
-			fprintf(stderr, "pthread_create failed\n");
-			return 1;
-		}
 	}
+	ta = start_threads(&bt, tids, threads, worker, w, sizeof(*w));
 	pthread_barrier_wait(&bt.start);
-	t0 = now_ns();
 	sleep_seconds(seconds);
 	atomic_store(&stop, 1);
-	for (i = 0; i < threads; i++)
-		pthread_join(tids[i], NULL);
-	ns = now_ns() - t0;
+	ns = join_threads(&bt, tids, ta, threads);
 	for (i = 0; i < threads; i++)
 		loops += (double)w[i].loops;
 	printf("bench=lps threads=%ld size=%ld seconds=%g elapsed_s=%.4f "
 	    "ns_per_loop=%.1f loops_per_sec=%.0f\n", threads, size, seconds,
 	    (double)ns / 1e9, loops > 0 ? (double)ns * (double)threads /
 	    loops : 0.0, loops * 1e9 / (double)ns);
-	pthread_barrier_destroy(&bt.start);
-	free(ta);
 	free(tids);
 	free(w);
 	return 0;
