@@ -27,14 +27,14 @@ pick_size(struct worker *w)
 	int lo = 63 - __builtin_clzl((unsigned long)w->min);
 	int hi = 63 - __builtin_clzl((unsigned long)w->max);
 	int band = lo + (int)((r & 0xff) % (unsigned)(hi - lo + 1));
-	uint64_t base = 1ULL << band;
-	uint64_t size = base + (r >> 8) % base;
+	uint64_t from = 1ULL << band, to = (from << 1) - 1;
 
-	if (size < (uint64_t)w->min)
-		size = (uint64_t)w->min;
-	if (size > (uint64_t)w->max)
-		size = (uint64_t)w->max;
-	return (size_t)size;
+	/* The end bands are cut to [min, max], not clamped onto them. */
+	if (from < (uint64_t)w->min)
+		from = (uint64_t)w->min;
+	if (to > (uint64_t)w->max)
+		to = (uint64_t)w->max;
+	return (size_t)(from + (r >> 8) % (to - from + 1));
 }
 
 static void *
