@@ -1,0 +1,770 @@
+/*
+ * api.c - the entry points: pick the pool, lock, call the core, unlock,
+ * set errno, honour X.  The only file that takes pool locks.
+ *
+ * Fast path of malloc: read the cached thread id (om_self), index the pool
+ * array, trylock, om_chunk_alloc or om_region_alloc, unlock.  Fast path of
+ * free: the same pool, one hash probe; a pointer of another pool is found
+ * by trying the others in turn (findpool), one lock at a time.
+ *
+ * om_self also records which pool the thread is inside, so that a call made
+ * from a signal handler that interrupted the allocator is caught
+ * ("recursive call") instead of deadlocking on the pool lock.
+ */
+#include "internal.h"
+#include "omalloc.h"
+
+#include <malloc.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+
+#define CALLER() __builtin_return_address(0)
+
+/* ------------------------------------------------------------------ */
+/* Locking */
+
+static OM_COLD OM_NOINLINE void
+lock_slow(struct dir_info *d)
+{
+	struct timespec a, b;
+
+	if (mopts.opt.dump)
+		clock_gettime(CLOCK_MONOTONIC, &a);
+	pthread_mutex_lock(&d->mtx);
+	d->lock_contended++;
+	if (mopts.opt.dump) {
+		clock_gettime(CLOCK_MONOTONIC, &b);
+		d->lock_wait_ns += (unsigned long long)(b.tv_sec - a.tv_sec) *
+		    1000000000ULL + (unsigned long long)b.tv_nsec -
+		    (unsigned long long)a.tv_nsec;
+	}
+}
+
+/*
+ * Take d's lock.  The thread marks itself busy in d first, so that a
+ * signal handler entering the allocator on this thread is caught.
+ */
+void
+om_lock(struct dir_info *d)
+{
+	om_self = (uint32_t)om_self | (uint64_t)(d->index + 1) << 32;
+	if (OM_UNLIKELY(pthread_mutex_trylock(&d->mtx) != 0))
+		lock_slow(d);
+	d->lock_total++;
+	om_pool_check(d);
+}
+
+void
+om_unlock(struct dir_info *d)
+{
+	pthread_mutex_unlock(&d->mtx);
+	om_self = (uint32_t)om_self;
+}
+
+/* ------------------------------------------------------------------ */
+/* Entry */
+
+static OM_COLD OM_NOINLINE void
+recursion(const char *func)
+{
+	om_fatal_in(func, "recursive call", NULL);
+}
+
+/* The caller's pool, initialising on first use; NULL without memory. */
+OM_INLINE struct dir_info *
+enter(const char *func)
+{
+	uint64_t self = om_self;
+
+	if (OM_UNLIKELY(OM_SELF_BUSY(self) != 0))
+		recursion(func);
+	if (OM_UNLIKELY(OM_SELF_TID(self) == 0)) {
+		if (om_thread_init() != 0)
+			return NULL;
+		self = om_self;
+	}
+	return mopts.pools[OM_SELF_TID(self) & mopts.pool_mask];
+}
+
+static OM_COLD OM_NOINLINE void *
+nomem(const char *func)
+{
+	if (__atomic_load_n(&om_ready, __ATOMIC_ACQUIRE) && mopts.opt.xmalloc)
+		om_fatal_in(func, "out of memory", NULL);
+	errno = ENOMEM;
+	return NULL;
+}
+
+/*
+ * Find the pool that owns p and return it locked, with p's region entry.
+ * The caller's own pool first, then own+1, own+2, ... (and the conceal
+ * pool last); each lookup started counts in pool_searches of the caller's
+ * pool, each that had to leave it in other_pool.
+ */
+static OM_NOINLINE struct dir_info *
+findpool_slow(struct dir_info *own, const void *p, const char *func,
+    struct region_info **rp)
+{
+	unsigned int i;
+	struct dir_info *d;
+
+	own->other_pool++;
+	om_unlock(own);
+	for (i = 1; i <= mopts.npools; i++) {
+		d = i < mopts.npools ?
+		    mopts.pools[(own->index + i) & mopts.pool_mask] :
+		    mopts.conceal;
+		om_lock(d);
+		d->func = func;
+		if ((*rp = om_region_find(d, p)) != NULL)
+			return d;
+		om_unlock(d);
+	}
+	om_fatal_in(func, "bogus pointer (double free?)", p);
+}
+
+OM_INLINE struct dir_info *
+findpool(struct dir_info *own, const void *p, const char *func,
+    struct region_info **rp)
+{
+	om_lock(own);
+	own->func = func;
+	own->pool_searches++;
+	if (OM_LIKELY((*rp = om_region_find(own, p)) != NULL))
+		return own;
+	return findpool_slow(own, p, func, rp);
+}
+
+/* The pool of a pointer we are asked to free; fatal if not initialised. */
+OM_INLINE struct dir_info *
+enter_ptr(const char *func, const void *p)
+{
+	struct dir_info *d = enter(func);
+
+	if (OM_UNLIKELY(d == NULL))
+		om_fatal_in(func, "bogus pointer (double free?)", p);
+	return d;
+}
+
+/* ------------------------------------------------------------------ */
+/* Core operations, pool locked */
+
+static void *
+alloc(struct dir_info *d, size_t sz, int zero, void *f)
+{
+	void *p;
+
+	if (OM_LIKELY(sz <= OM_MAXCHUNK)) {
+		p = om_chunk_alloc(d, sz, sz == 0 ? 0 : om_bucket_of(sz), f);
+		if (zero && p != NULL && sz != 0)
+			memset(p, 0, sz);
+		return p;
+	}
+	if (OM_UNLIKELY(sz > PTRDIFF_MAX))
+		return NULL;
+	return om_region_alloc(d, sz, 0, zero, f);
+}
+
+static void
+release(struct dir_info *d, struct region_info *r, void *p, int clear,
+    size_t clearsz)
+{
+	if (OM_REGION_IS_CHUNK(r))
+		om_chunk_free(d, r, p, clear, clearsz);
+	else
+		om_region_free(d, r, p, clear, clearsz);
+}
+
+/* The size the program may rely on: exact under C, else the block's. */
+static size_t
+recorded_size(struct dir_info *d, struct region_info *r, void *p)
+{
+	if (OM_REGION_IS_CHUNK(r))
+		return om_chunk_reqsize(d, r, p);
+	return mopts.opt.chunk_canaries ? r->size : om_region_usable(r);
+}
+
+/* Move p to a new block of newsz bytes in d.  NULL (p intact) on failure. */
+static void *
+move(struct dir_info *d, void *p, size_t oldsz, size_t newsz, int zero,
+    void *f, size_t clearsz)
+{
+	struct region_info *r;
+	void *q = alloc(d, newsz, zero, f);
+
+	if (q == NULL)
+		return NULL;
+	memcpy(q, p, oldsz < newsz ? oldsz : newsz);
+	/* alloc may have grown the table: look p up again. */
+	r = om_region_find(d, p);
+	release(d, r, p, clearsz > 0, clearsz);
+	return q;
+}
+
+/* ------------------------------------------------------------------ */
+/* The standard functions */
+
+static void *
+omalloc(size_t sz, int zero, void *f, const char *func)
+{
+	struct dir_info *d = enter(func);
+	void *p;
+
+	if (OM_UNLIKELY(d == NULL))
+		return nomem(func);
+	om_lock(d);
+	d->func = func;
+	p = alloc(d, sz, zero, f);
+	om_unlock(d);
+	if (OM_UNLIKELY(p == NULL))
+		return nomem(func);
+	return p;
+}
+
+OM_EXPORT void *
+malloc(size_t sz)
+{
+	return omalloc(sz, 0, CALLER(), "malloc");
+}
+
+OM_EXPORT void *
+calloc(size_t n, size_t sz)
+{
+	size_t total;
+
+	if (om_mul(n, sz, &total))
+		return nomem("calloc");
+	return omalloc(total, 1, CALLER(), "calloc");
+}
+
+OM_EXPORT void
+free(void *p)
+{
+	struct dir_info *d;
+	struct region_info *r;
+
+	if (p == NULL)
+		return;
+	d = findpool(enter_ptr("free", p), p, "free", &r);
+	release(d, r, p, 0, 0);
+	om_unlock(d);
+}
+
+void cfree(void *p);
+
+OM_EXPORT void
+cfree(void *p)
+{
+	free(p);
+}
+
+static void *
+orealloc(void *p, size_t sz, void *f, const char *func)
+{
+	struct dir_info *d;
+	struct region_info *r;
+	size_t oldsz;
+	void *q;
+
+	if (p == NULL)
+		return omalloc(sz, 0, f, func);
+	d = findpool(enter_ptr(func, p), p, func, &r);
+	if (OM_UNLIKELY(sz == 0)) {
+		/* Free p and return a unique zero-size object: NULL always
+		 * means failure. */
+		release(d, r, p, 0, 0);
+		q = alloc(d, 0, 0, f);
+		om_unlock(d);
+		return q != NULL ? q : nomem(func);
+	}
+	if (OM_UNLIKELY(sz > PTRDIFF_MAX)) {
+		om_unlock(d);
+		return nomem(func);
+	}
+	if (OM_REGION_IS_CHUNK(r)) {
+		if (om_chunk_resize(d, r, p, sz)) {
+			om_unlock(d);
+			return p;
+		}
+	} else if (om_region_realloc(d, r, p, sz) != NULL) {
+		om_unlock(d);
+		return p;
+	}
+	oldsz = recorded_size(d, r, p);
+	q = move(d, p, oldsz, sz, 0, f, d->conceal ? oldsz : 0);
+	om_unlock(d);
+	return q != NULL ? q : nomem(func);
+}
+
+OM_EXPORT void *
+realloc(void *p, size_t sz)
+{
+	return orealloc(p, sz, CALLER(), "realloc");
+}
+
+OM_EXPORT void *
+reallocarray(void *p, size_t n, size_t sz)
+{
+	size_t total;
+
+	if (om_mul(n, sz, &total))
+		return nomem("reallocarray");
+	return orealloc(p, total, CALLER(), "reallocarray");
+}
+
+OM_EXPORT void *
+recallocarray(void *p, size_t oldn, size_t newn, size_t sz)
+{
+	struct dir_info *d;
+	struct region_info *r;
+	size_t oldsz, newsz, rec;
+	void *q;
+
+	if (p == NULL) {
+		if (om_mul(newn, sz, &newsz))
+			return nomem("recallocarray");
+		return omalloc(newsz, 1, CALLER(), "recallocarray");
+	}
+	if (om_mul(oldn, sz, &oldsz)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if (om_mul(newn, sz, &newsz) || newsz > PTRDIFF_MAX)
+		return nomem("recallocarray");
+	d = findpool(enter_ptr("recallocarray", p), p, "recallocarray", &r);
+	rec = recorded_size(d, r, p);
+	if (oldsz > rec || (mopts.opt.chunk_canaries && oldsz != rec))
+		om_fatal(d, "recorded size inconsistent with old size", p);
+	if (newsz <= oldsz && newsz > oldsz / 2 && !d->conceal &&
+	    !mopts.opt.realloc_move && newsz != 0 &&
+	    (OM_REGION_IS_CHUNK(r) ? om_chunk_resize(d, r, p, newsz) :
+	    om_region_realloc(d, r, p, newsz) != NULL)) {
+		/* Shrunk in place: clear what was given up. */
+		memset((char *)p + newsz, 0, oldsz - newsz);
+		om_unlock(d);
+		return p;
+	}
+	q = move(d, p, oldsz, newsz, 1, CALLER(), oldsz);
+	om_unlock(d);
+	return q != NULL ? q : nomem("recallocarray");
+}
+
+OM_EXPORT void
+freezero(void *p, size_t sz)
+{
+	struct dir_info *d;
+	struct region_info *r;
+
+	if (p == NULL)
+		return;
+	d = findpool(enter_ptr("freezero", p), p, "freezero", &r);
+	if (sz > recorded_size(d, r, p))
+		om_fatal(d, "recorded size < freezero size", p);
+	release(d, r, p, 1, sz);
+	om_unlock(d);
+}
+
+/* align: a power of two.  Returns NULL with errno set on failure. */
+static void *
+omemalign(size_t align, size_t sz, void *f, const char *func)
+{
+	struct dir_info *d;
+	void *p;
+
+	if (align <= OM_MINSIZE)
+		return omalloc(sz, 0, f, func);
+	if (sz > PTRDIFF_MAX)
+		return nomem(func);
+	d = enter(func);
+	if (d == NULL)
+		return nomem(func);
+	om_lock(d);
+	d->func = func;
+	if (sz <= OM_MAXCHUNK && align <= OM_MAXCHUNK) {
+		/* Power-of-two slot sizes are aligned to themselves. */
+		size_t s = sz > align ? sz : align;
+		s = (size_t)1 << (64 - __builtin_clzll(s - 1));
+		if (s <= OM_MAXCHUNK) {
+			p = om_chunk_alloc(d, sz, om_bucket_of(s), f);
+			goto done;
+		}
+	}
+	p = om_region_alloc(d, sz, align, 0, f);
+done:
+	om_unlock(d);
+	return p != NULL ? p : nomem(func);
+}
+
+OM_EXPORT int
+posix_memalign(void **out, size_t align, size_t sz)
+{
+	int saved = errno;
+	void *p;
+
+	if (align < sizeof(void *) || (align & (align - 1)) != 0)
+		return EINVAL;
+	p = omemalign(align, sz, CALLER(), "posix_memalign");
+	if (p == NULL) {
+		int e = errno;
+		errno = saved;
+		return e;
+	}
+	*out = p;
+	return 0;
+}
+
+OM_EXPORT void *
+aligned_alloc(size_t align, size_t sz)
+{
+	if (align == 0 || (align & (align - 1)) != 0) {
+		errno = EINVAL;
+		return NULL;
+	}
+	return omemalign(align, sz, CALLER(), "aligned_alloc");
+}
+
+OM_EXPORT void *
+memalign(size_t align, size_t sz)
+{
+	/* glibc: a non-power of two rounds up. */
+	if (align > (size_t)1 << 62) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if (align & (align - 1))
+		align = (size_t)1 << (64 - __builtin_clzll(align));
+	return omemalign(align, sz, CALLER(), "memalign");
+}
+
+OM_EXPORT void *
+valloc(size_t sz)
+{
+	return omemalign(OM_PAGE_SIZE, sz, CALLER(), "valloc");
+}
+
+OM_EXPORT void *
+pvalloc(size_t sz)
+{
+	size_t r;
+
+	if (om_add(sz, OM_PAGE_MASK, &r))
+		return nomem("pvalloc");
+	r &= ~OM_PAGE_MASK;
+	return omemalign(OM_PAGE_SIZE, r == 0 ? OM_PAGE_SIZE : r, CALLER(),
+	    "pvalloc");
+}
+
+OM_EXPORT size_t
+malloc_usable_size(void *p)
+{
+	struct dir_info *d;
+	struct region_info *r;
+	size_t n;
+
+	if (p == NULL)
+		return 0;
+	d = findpool(enter_ptr("malloc_usable_size", p), p,
+	    "malloc_usable_size", &r);
+	n = OM_REGION_IS_CHUNK(r) ? om_chunk_usable(d, r, p) :
+	    om_region_usable(r);
+	om_unlock(d);
+	return n;
+}
+
+/* ------------------------------------------------------------------ */
+/* OpenBSD's extensions */
+
+static void *
+conceal_alloc(size_t sz, int zero, void *f, const char *func)
+{
+	struct dir_info *d;
+	void *p;
+
+	if (enter(func) == NULL)
+		return nomem(func);
+	d = mopts.conceal;
+	om_lock(d);
+	d->func = func;
+	p = alloc(d, sz, zero, f);
+	om_unlock(d);
+	return p != NULL ? p : nomem(func);
+}
+
+OM_EXPORT void *
+malloc_conceal(size_t sz)
+{
+	return conceal_alloc(sz, 0, CALLER(), "malloc_conceal");
+}
+
+OM_EXPORT void *
+calloc_conceal(size_t n, size_t sz)
+{
+	size_t total;
+
+	if (om_mul(n, sz, &total))
+		return nomem("calloc_conceal");
+	return conceal_alloc(total, 1, CALLER(), "calloc_conceal");
+}
+
+OM_EXPORT void
+malloc_gdump(int fd)
+{
+	if (enter("malloc_gdump") == NULL)
+		return;
+	om_dump_fd(fd, 0);
+}
+
+OM_EXPORT const char *
+omalloc_version(void)
+{
+	return OM_VERSION;
+}
+
+/* ------------------------------------------------------------------ */
+/* glibc's extras */
+
+struct totals {
+	size_t mapped, inuse, cached, regions, cache_entries;
+	unsigned long contended, locks;
+};
+
+static void
+gather(struct totals *t)
+{
+	unsigned int i;
+
+	memset(t, 0, sizeof(*t));
+	if (!__atomic_load_n(&om_ready, __ATOMIC_ACQUIRE))
+		return;
+	for (i = 0; i <= mopts.npools; i++) {
+		struct dir_info *d = i < mopts.npools ? mopts.pools[i] :
+		    mopts.conceal;
+
+		om_lock(d);
+		t->mapped += d->mapped;
+		t->inuse += d->inuse;
+		t->cached += d->cache_pages << OM_PAGE_SHIFT;
+		t->regions += d->regions_total - d->regions_free;
+		t->cache_entries += d->cache_used;
+		t->contended += d->lock_contended;
+		t->locks += d->lock_total;
+		om_unlock(d);
+	}
+}
+
+/*
+ * mallinfo2 fields: arena = bytes mapped by all pools (data, metadata and
+ * cache); ordblks = cached free-page runs; hblks = pages registered in the
+ * region tables; uordblks = bytes in use (slot and page granular);
+ * fordblks = bytes in the free-page caches; keepcost = what malloc_trim
+ * would return.  The others are 0.
+ */
+OM_EXPORT struct mallinfo2
+mallinfo2(void)
+{
+	struct mallinfo2 m;
+	struct totals t;
+
+	memset(&m, 0, sizeof(m));
+	if (enter("mallinfo2") == NULL)
+		return m;
+	gather(&t);
+	m.arena = t.mapped;
+	m.ordblks = t.cache_entries;
+	m.hblks = t.regions;
+	m.uordblks = t.inuse;
+	m.fordblks = t.cached;
+	m.keepcost = t.cached;
+	return m;
+}
+
+static int
+clamp(size_t v)
+{
+	return v > (size_t)__INT_MAX__ ? __INT_MAX__ : (int)v;
+}
+
+OM_EXPORT struct mallinfo
+mallinfo(void)
+{
+	struct mallinfo2 m2 = mallinfo2();
+	struct mallinfo m;
+
+	memset(&m, 0, sizeof(m));
+	m.arena = clamp(m2.arena);
+	m.ordblks = clamp(m2.ordblks);
+	m.hblks = clamp(m2.hblks);
+	m.uordblks = clamp(m2.uordblks);
+	m.fordblks = clamp(m2.fordblks);
+	m.keepcost = clamp(m2.keepcost);
+	return m;
+}
+
+/* glibc's tunables are accepted and have no effect (1); others fail (0). */
+OM_EXPORT int
+mallopt(int param, int value)
+{
+	(void)value;
+	switch (param) {
+	case M_MXFAST:
+	case M_TRIM_THRESHOLD:
+	case M_TOP_PAD:
+	case M_MMAP_THRESHOLD:
+	case M_MMAP_MAX:
+	case M_CHECK_ACTION:
+	case M_PERTURB:
+	case M_ARENA_TEST:
+	case M_ARENA_MAX:
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+/* Empty every delayed ring and page cache.  1 if memory was returned. */
+OM_EXPORT int
+malloc_trim(size_t pad)
+{
+	unsigned int i;
+	size_t pages = 0;
+
+	(void)pad;
+	if (enter("malloc_trim") == NULL)
+		return 0;
+	for (i = 0; i <= mopts.npools; i++) {
+		struct dir_info *d = i < mopts.npools ? mopts.pools[i] :
+		    mopts.conceal;
+
+		om_lock(d);
+		d->func = "malloc_trim";
+		om_chunk_flush_delayed(d);
+		pages += om_cache_trim(d);
+		om_unlock(d);
+	}
+	return pages > 0;
+}
+
+OM_EXPORT void
+malloc_stats(void)
+{
+	struct om_buf o = { .fd = STDERR_FILENO };
+	struct totals t;
+
+	if (enter("malloc_stats") == NULL)
+		return;
+	gather(&t);
+	om_buf_printf(&o, "omalloc %s, %u pools\n", OM_VERSION, mopts.npools);
+	om_buf_printf(&o, "system bytes     = %zu\n", t.mapped);
+	om_buf_printf(&o, "in use bytes     = %zu\n", t.inuse);
+	om_buf_printf(&o, "cached bytes     = %zu\n", t.cached);
+	om_buf_printf(&o, "lock contended   = %lu/%lu\n", t.contended,
+	    t.locks);
+	om_buf_flush(&o);
+}
+
+OM_EXPORT int
+malloc_info(int options, FILE *fp)
+{
+	struct dir_info snap;
+	unsigned int i;
+	struct totals t;
+
+	if (options != 0 || fp == NULL) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (enter("malloc_info") == NULL)
+		return -1;
+	fprintf(fp, "<malloc version=\"omalloc-%s\" pools=\"%u\">\n",
+	    OM_VERSION, mopts.npools);
+	for (i = 0; i <= mopts.npools; i++) {
+		struct dir_info *d = i < mopts.npools ? mopts.pools[i] :
+		    mopts.conceal;
+
+		/* Copy the counters under the lock, print without it: stdio
+		 * may allocate. */
+		om_lock(d);
+		memcpy(&snap, d, sizeof(snap));
+		om_unlock(d);
+		if (i < mopts.npools)
+			fprintf(fp, "<heap nr=\"%u\">\n", i);
+		else
+			fprintf(fp, "<heap nr=\"conceal\">\n");
+		fprintf(fp, "<total type=\"mapped\" size=\"%zu\"/>\n",
+		    snap.mapped);
+		fprintf(fp, "<total type=\"inuse\" size=\"%zu\"/>\n",
+		    snap.inuse);
+		fprintf(fp, "<total type=\"cached\" count=\"%u\" size=\"%zu\"/>"
+		    "\n", snap.cache_used, snap.cache_pages << OM_PAGE_SHIFT);
+		fprintf(fp, "<regions free=\"%zu\" total=\"%zu\"/>\n",
+		    snap.regions_free, snap.regions_total);
+		fprintf(fp, "<locks contended=\"%lu\" total=\"%lu\" "
+		    "wait_ns=\"%llu\"/>\n", snap.lock_contended,
+		    snap.lock_total, snap.lock_wait_ns);
+		fprintf(fp, "<searches other=\"%lu\" total=\"%lu\"/>\n",
+		    snap.other_pool, snap.pool_searches);
+		fprintf(fp, "</heap>\n");
+	}
+	gather(&t);
+	fprintf(fp, "<total type=\"mapped\" size=\"%zu\"/>\n", t.mapped);
+	fprintf(fp, "<total type=\"inuse\" size=\"%zu\"/>\n", t.inuse);
+	fprintf(fp, "<total type=\"cached\" size=\"%zu\"/>\n", t.cached);
+	fprintf(fp, "</malloc>\n");
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* glibc's internal names, so that a static link never pulls in glibc's
+ * malloc.o: its fork and dynamic loader code refer to these. */
+
+#if defined(__has_attribute) && __has_attribute(copy)
+#define ALIAS(name, target)                                                  \
+	extern __typeof(target) name __attribute__((alias(#target),          \
+	    copy(target), visibility("default")))
+#else
+#define ALIAS(name, target)                                                  \
+	extern __typeof(target) name                                         \
+	    __attribute__((alias(#target), visibility("default")))
+#endif
+
+ALIAS(__libc_malloc, malloc);
+ALIAS(__libc_calloc, calloc);
+ALIAS(__libc_realloc, realloc);
+ALIAS(__libc_free, free);
+ALIAS(__libc_memalign, memalign);
+ALIAS(__libc_valloc, valloc);
+ALIAS(__libc_pvalloc, pvalloc);
+ALIAS(__posix_memalign, posix_memalign);
+
+void __malloc_fork_lock_parent(void);
+void __malloc_fork_unlock_parent(void);
+void __malloc_fork_unlock_child(void);
+
+void
+__malloc_fork_lock_parent(void)
+{
+	om_pool_fork_prepare();
+}
+
+void
+__malloc_fork_unlock_parent(void)
+{
+	om_pool_fork_parent();
+}
+
+void
+__malloc_fork_unlock_child(void)
+{
+	om_pool_fork_child();
+}
+
+/* D: the dump at exit.  A destructor, not atexit: nothing to register on
+ * the way in, and it runs after the program's own exit handlers. */
+__attribute__((destructor)) static void
+exit_dump(void)
+{
+	if (__atomic_load_n(&om_ready, __ATOMIC_ACQUIRE) && mopts.opt.dump)
+		om_dump_exit();
+}

@@ -1,0 +1,289 @@
+/*
+ * cache.c - the free-page cache of a pool, junk filling and validation.
+ *
+ * Freed page regions (and empty chunk pages) wait here, up to cache_max
+ * pages per pool, so that a malloc/free loop of a block that fits makes no
+ * system call.  Entries are taken by exact size (a random starting slot,
+ * so reuse order is not predictable), else split from a larger one.  A
+ * miss for a single page maps a batch, which keeps chunk pages from
+ * costing one mmap each.  Overflow evicts random entries; the evicted
+ * ranges are merged where adjacent and unmapped with as few calls as
+ * possible.  munmap, not MADV_DONTNEED, so the commit charge drops too.
+ *
+ * Junk: level 1 writes a few words spread over the first page (OpenBSD's
+ * sparse junk), level 2 fills everything; both are checked when the pages
+ * are reused or evicted.  With U (and F) cached pages are PROT_NONE.
+ * All functions here: pool locked.
+ */
+#include "internal.h"
+
+#define BATCH_PAGES 16		/* pages mapped at once for chunk pages */
+
+/* Junk words of a level-1 fill: four, spread over the first page. */
+static size_t
+sparse_step(size_t words)
+{
+	size_t step = words / 4;
+
+	return step == 0 ? 1 : step;
+}
+
+void
+om_junk_free(int level, void *p, size_t sz)
+{
+	uint64_t *lp = p;
+	size_t words, i, step;
+
+	if (level == 0 || sz == 0)
+		return;
+	if (level >= 2) {
+		memset(p, OM_JUNK_FREE, sz);
+		return;
+	}
+	if (sz > OM_PAGE_SIZE)
+		sz = OM_PAGE_SIZE;
+	words = sz / sizeof(uint64_t);
+	step = sparse_step(words);
+	for (i = 0; i < words; i += step)
+		lp[i] = OM_JUNK_FREE64;
+}
+
+static OM_COLD void
+write_after_free(struct dir_info *d, const void *p)
+{
+	om_fatal(d, "write after free", p);
+}
+
+/* Check the junk of a freed block: every byte (full) or the sparse words. */
+void
+om_junk_validate(struct dir_info *d, int full, const void *p, size_t sz)
+{
+	const uint64_t *lp = p;
+	size_t words = sz / sizeof(uint64_t), i, step;
+
+	if (full) {
+		for (i = 0; i < words; i++)
+			if (OM_UNLIKELY(lp[i] != OM_JUNK_FREE64))
+				write_after_free(d, p);
+		return;
+	}
+	if (words > OM_PAGE_SIZE / sizeof(uint64_t))
+		words = OM_PAGE_SIZE / sizeof(uint64_t);
+	step = sparse_step(words);
+	for (i = 0; i < words; i += step)
+		if (OM_UNLIKELY(lp[i] != OM_JUNK_FREE64))
+			write_after_free(d, p);
+}
+
+static size_t
+data_len(const struct om_cache_entry *e)
+{
+	return ((size_t)e->npages - e->guarded) << OM_PAGE_SHIFT;
+}
+
+/* Make an entry's pages usable again and check they were not written. */
+static void *
+reuse(struct dir_info *d, struct om_cache_entry *e, int *zeroed)
+{
+	void *p = (void *)e->p;
+
+	if (e->noaccess && om_os_protect(p, data_len(e), 1) != 0)
+		return NULL;
+	if (e->junked && d->junk)
+		om_junk_validate(d, mopts.junk_validate_full, p, data_len(e));
+	*zeroed = !e->junked && e->fresh;
+	return p;
+}
+
+static void
+remove_entry(struct dir_info *d, unsigned int i)
+{
+	d->cache_pages -= d->cache[i].npages;
+	d->cache[i] = d->cache[--d->cache_used];
+}
+
+struct span {
+	uintptr_t p;
+	size_t len;
+};
+
+static void
+sort_spans(struct span *s, unsigned int n)
+{
+	unsigned int i, j;
+
+	for (i = 1; i < n; i++) {
+		struct span t = s[i];
+
+		for (j = i; j > 0 && s[j - 1].p > t.p; j--)
+			s[j] = s[j - 1];
+		s[j] = t;
+	}
+}
+
+/* Unmap the spans, merging neighbours into one call. */
+static void
+unmap_spans(struct dir_info *d, struct span *s, unsigned int n)
+{
+	unsigned int i = 0;
+
+	sort_spans(s, n);
+	while (i < n) {
+		uintptr_t start = s[i].p;
+		size_t len = s[i].len;
+
+		while (++i < n && s[i].p == start + len)
+			len += s[i].len;
+		om_os_unmap((void *)start, len);
+		d->mapped -= len;
+	}
+}
+
+/* Evict entry i into the batch, checking its junk first. */
+static void
+evict(struct dir_info *d, unsigned int i, struct span *batch, unsigned int *n)
+{
+	struct om_cache_entry *e = &d->cache[i];
+
+	if (e->junked && !e->noaccess && d->junk)
+		om_junk_validate(d, mopts.junk_validate_full, (void *)e->p,
+		    data_len(e));
+	batch[*n].p = e->p;
+	batch[*n].len = (size_t)e->npages << OM_PAGE_SHIFT;
+	(*n)++;
+	remove_entry(d, i);
+}
+
+static void *
+map_fresh(struct dir_info *d, size_t npages, int guarded, int *zeroed)
+{
+	size_t batch = npages;
+	char *p;
+
+	/* Single pages come in batches; the rest waits in the cache. */
+	if (npages == 1 && !guarded && d->cache_max >= BATCH_PAGES &&
+	    d->cache_pages + BATCH_PAGES - 1 <= d->cache_max &&
+	    d->cache_used < OM_CACHE_SLOTS)
+		batch = BATCH_PAGES;
+	p = om_os_map(batch << OM_PAGE_SHIFT, d->conceal);
+	if (p == NULL && batch != npages) {
+		batch = npages;
+		p = om_os_map(batch << OM_PAGE_SHIFT, d->conceal);
+	}
+	if (p == NULL)
+		return NULL;
+	d->mapped += batch << OM_PAGE_SHIFT;
+	if (batch > npages) {
+		struct om_cache_entry *e = &d->cache[d->cache_used++];
+
+		memset(e, 0, sizeof(*e));
+		e->p = (uintptr_t)p + (npages << OM_PAGE_SHIFT);
+		e->npages = (uint32_t)(batch - npages);
+		e->fresh = 1;
+		d->cache_pages += e->npages;
+	}
+	*zeroed = 1;
+	return p;
+}
+
+/*
+ * npages pages (the last one a guard page if guarded, already installed
+ * for pages that come from the cache).  *zeroed tells whether they are
+ * known to be zero.  NULL when the kernel has no memory.
+ */
+void *
+om_cache_get(struct dir_info *d, size_t npages, int guarded, int *zeroed)
+{
+	unsigned int used = d->cache_used, start, k, best = OM_CACHE_SLOTS;
+	void *p;
+
+	if (used > 0 && npages <= d->cache_max) {
+		start = (unsigned int)((om_rbyte(&d->rng) * used) >> 8);
+		for (k = 0; k < used; k++) {
+			unsigned int i = start + k < used ? start + k :
+			    start + k - used;
+			struct om_cache_entry *e = &d->cache[i];
+
+			if (e->npages == npages && e->guarded == guarded) {
+				p = reuse(d, e, zeroed);
+				if (p == NULL)
+					break;
+				remove_entry(d, i);
+				return p;
+			}
+			if (!guarded && !e->guarded && e->npages > npages &&
+			    (best == OM_CACHE_SLOTS ||
+			    e->npages < d->cache[best].npages))
+				best = i;
+		}
+		if (best != OM_CACHE_SLOTS) {
+			struct om_cache_entry *e = &d->cache[best];
+			struct om_cache_entry part = *e;
+
+			part.npages = (uint32_t)npages;
+			p = reuse(d, &part, zeroed);
+			if (p != NULL) {
+				e->p += npages << OM_PAGE_SHIFT;
+				e->npages -= (uint32_t)npages;
+				/* Sparse junk was only in the first page. */
+				if (d->junk < 2 && !mopts.opt.freecheck)
+					e->junked = 0;
+				d->cache_pages -= npages;
+				return p;
+			}
+		}
+	}
+	return map_fresh(d, npages, guarded, zeroed);
+}
+
+/* Take pages back: junk them, cache them, or unmap what does not fit. */
+void
+om_cache_put(struct dir_info *d, void *p, size_t npages, int guarded)
+{
+	struct span batch[OM_CACHE_SLOTS + 1];
+	unsigned int n = 0;
+	struct om_cache_entry *e;
+	size_t datalen = (npages - (guarded ? 1 : 0)) << OM_PAGE_SHIFT;
+
+	if (npages > d->cache_max) {
+		batch[0].p = (uintptr_t)p;
+		batch[0].len = npages << OM_PAGE_SHIFT;
+		unmap_spans(d, batch, 1);
+		return;
+	}
+	while (d->cache_pages + npages > d->cache_max ||
+	    d->cache_used == OM_CACHE_SLOTS)
+		evict(d, (unsigned int)((om_rbyte(&d->rng) * d->cache_used) >>
+		    8), batch, &n);
+	if (n > 0)
+		unmap_spans(d, batch, n);
+
+	e = &d->cache[d->cache_used++];
+	memset(e, 0, sizeof(*e));
+	e->p = (uintptr_t)p;
+	e->npages = (uint32_t)npages;
+	e->guarded = (uint8_t)(guarded != 0);
+	if (d->junk && datalen > 0) {
+		om_junk_free(mopts.junk_validate_full ? 2 : d->junk, p, datalen);
+		e->junked = 1;
+	}
+	if (mopts.opt.freeunmap && datalen > 0 &&
+	    om_os_protect(p, datalen, 0) == 0)
+		e->noaccess = 1;
+	d->cache_pages += npages;
+}
+
+/* Give every cached page back to the kernel; returns the pages freed. */
+size_t
+om_cache_trim(struct dir_info *d)
+{
+	struct span batch[OM_CACHE_SLOTS + 1];
+	unsigned int n = 0;
+	size_t pages = d->cache_pages;
+
+	while (d->cache_used > 0)
+		evict(d, d->cache_used - 1, batch, &n);
+	if (n > 0)
+		unmap_spans(d, batch, n);
+	return pages;
+}

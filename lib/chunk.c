@@ -1,0 +1,473 @@
+/*
+ * chunk.c - sizes up to half a page: slots in pages of one size class.
+ *
+ * A chunk page holds `total` slots of one bucket's size; its metadata, a
+ * struct chunk_info, lives out of line in pages of its own and is found
+ * through the region hash table (the page's entry points at it).  Pages
+ * with free slots sit on one of OM_CHUNK_LISTS lists per bucket.
+ *
+ * Fast path, malloc: pick a random list, a random start slot, take the
+ * next free bit (ctz), check the junk, done.  Fast path, free: one hash
+ * probe (in api.c), an index check by reciprocal multiplication, the
+ * free/delayed bits for double frees, junk, and a swap into a random slot
+ * of the delayed-free ring; the chunk pushed out of the ring has its junk
+ * validated and is released.
+ *
+ * Invariants: a slot is in exactly one of three states - allocated (bits
+ * and delayed clear), delayed (delayed set), free (bits set).  A page is on
+ * a list iff it has a free slot.  All functions here: pool locked.
+ */
+#include "internal.h"
+
+#include <sys/mman.h>
+
+const uint16_t om_bucket_size[OM_NBUCKETS] = {
+	16,						/* malloc(0) */
+	16, 32, 48, 64, 80, 96, 112, 128,
+	160, 192, 224, 256, 320, 384, 448, 512,
+	640, 768, 896, 1024, 1360, 2048,
+};
+_Static_assert(sizeof(om_bucket_size) / sizeof(om_bucket_size[0]) ==
+    OM_NBUCKETS, "bucket table");
+
+static size_t
+sizes_offset(void)
+{
+	return (sizeof(struct chunk_info) + 15) & ~(size_t)15;
+}
+
+static size_t
+callers_offset(unsigned int total)
+{
+	size_t off = sizes_offset();
+
+	if (mopts.opt.chunk_canaries)
+		off += ((size_t)total * sizeof(uint16_t) + 15) & ~(size_t)15;
+	return off;
+}
+
+OM_INLINE uint16_t *
+reqsizes(struct chunk_info *info)
+{
+	return (uint16_t *)((char *)info + sizes_offset());
+}
+
+OM_INLINE void **
+callers(struct chunk_info *info)
+{
+	return (void **)((char *)info + callers_offset(info->total));
+}
+
+/* Fill the size tables of the read-only page (before it is sealed). */
+void
+om_chunk_init_sizes(void)
+{
+	unsigned int b, i;
+
+	for (b = 0; b < OM_NBUCKETS; b++) {
+		unsigned int size = om_bucket_size[b];
+		unsigned int total = (unsigned int)(OM_PAGE_SIZE / size);
+		size_t rec = callers_offset(total);
+
+		if (mopts.opt.dump)
+			rec += total * sizeof(void *);
+		mopts.bucket_total[b] = (uint16_t)total;
+		mopts.bucket_recip[b] =
+		    (uint32_t)((((uint64_t)1 << 32) + size - 1) / size);
+		mopts.info_size[b] = (uint16_t)((rec + 15) & ~(size_t)15);
+	}
+	mopts.size_bucket[0] = 0;
+	for (i = 1, b = 1; i <= OM_MAXCHUNK / OM_MINSIZE; i++) {
+		while (om_bucket_size[b] < i * OM_MINSIZE)
+			b++;
+		mopts.size_bucket[i] = (uint8_t)b;
+	}
+	mopts.canary_byte = (uint8_t)(mopts.canary >> 24) | 1;
+}
+
+OM_INLINE void
+check_info(struct dir_info *d, struct chunk_info *info)
+{
+	if (OM_UNLIKELY(info->canary !=
+	    (uint32_t)(mopts.canary ^ (uintptr_t)info)))
+		om_fatal(d, "chunk info corrupted", (void *)info->page);
+}
+
+/* The slot of p in its page, or fatal if p is not a slot start. */
+unsigned int
+om_chunk_index(struct dir_info *d, struct chunk_info *info, const void *p)
+{
+	uint32_t off = (uint32_t)((uintptr_t)p - info->page);
+	uint32_t slot = (uint32_t)(((uint64_t)off * info->recip) >> 32);
+
+	if (OM_UNLIKELY(slot * info->size != off || slot >= info->total))
+		om_fatal(d, "modified chunk-pointer", p);
+	return slot;
+}
+
+static struct chunk_info *
+alloc_info(struct dir_info *d, unsigned int bucket)
+{
+	struct chunk_info *info = d->info_free[bucket];
+	size_t rec, len, n, i;
+	char *q;
+
+	if (info != NULL) {
+		d->info_free[bucket] = info->next;
+		return info;
+	}
+	rec = mopts.info_size[bucket];
+	len = rec > OM_PAGE_SIZE ? OM_PAGEROUND(rec) : OM_PAGE_SIZE;
+	q = om_os_map(len, d->conceal);
+	if (q == NULL)
+		return NULL;
+	d->mapped += len;
+	n = len / rec;
+	for (i = 1; i < n; i++) {
+		info = (struct chunk_info *)(q + i * rec);
+		info->next = d->info_free[bucket];
+		d->info_free[bucket] = info;
+	}
+	return (struct chunk_info *)q;
+}
+
+static void
+list_push(struct dir_info *d, struct chunk_info *info)
+{
+	unsigned int l = om_rbyte(&d->rng) & (OM_CHUNK_LISTS - 1);
+	struct chunk_info **head = &d->chunk_dir[info->bucket][l];
+
+	info->list = (uint16_t)l;
+	info->prev = NULL;
+	info->next = *head;
+	if (*head != NULL)
+		(*head)->prev = info;
+	*head = info;
+	info->onlist = 1;
+	d->chunk_pages_avail[info->bucket]++;
+}
+
+static void
+list_remove(struct dir_info *d, struct chunk_info *info)
+{
+	if (info->prev != NULL)
+		info->prev->next = info->next;
+	else
+		d->chunk_dir[info->bucket][info->list] = info->next;
+	if (info->next != NULL)
+		info->next->prev = info->prev;
+	info->onlist = 0;
+	d->chunk_pages_avail[info->bucket]--;
+}
+
+/* A new chunk page for bucket, on a random list; NULL without memory. */
+static OM_NOINLINE struct chunk_info *
+make_chunks(struct dir_info *d, unsigned int bucket)
+{
+	struct chunk_info *info;
+	unsigned int total = mopts.bucket_total[bucket], w;
+	int zeroed;
+	void *page;
+
+	info = alloc_info(d, bucket);
+	if (info == NULL)
+		return NULL;
+	page = om_cache_get(d, 1, 0, &zeroed);
+	if (page == NULL)
+		goto fail_info;
+	if (bucket == 0) {
+		/* malloc(0) objects: any access faults. */
+		if (om_os_protect(page, OM_PAGE_SIZE, 0) != 0)
+			goto fail_page;
+	} else if (d->junk) {
+		/* Every slot starts as junk, so reuse validation holds. */
+		memset(page, OM_JUNK_FREE, OM_PAGE_SIZE);
+	}
+	memset(info, 0, sizeof(*info));
+	info->page = (uintptr_t)page;
+	info->canary = (uint32_t)(mopts.canary ^ (uintptr_t)info);
+	info->bucket = (uint16_t)bucket;
+	info->size = om_bucket_size[bucket];
+	info->total = (uint16_t)total;
+	info->free = (uint16_t)total;
+	info->recip = mopts.bucket_recip[bucket];
+	for (w = 0; w < total / 64; w++)
+		info->bits[w] = ~0ULL;
+	if (total % 64)
+		info->bits[w] = (1ULL << (total % 64)) - 1;
+	if (om_region_insert(d, (uintptr_t)page | OM_REGION_CHUNK,
+	    (uintptr_t)info, NULL) != 0)
+		goto fail_page;
+	list_push(d, info);
+	return info;
+
+fail_page:
+	if (bucket == 0)
+		om_os_protect(page, OM_PAGE_SIZE, 1);
+	om_cache_put(d, page, 1, 0);
+fail_info:
+	info->next = d->info_free[bucket];
+	d->info_free[bucket] = info;
+	return NULL;
+}
+
+/* Give an empty chunk page back to the page cache. */
+static void
+release_page(struct dir_info *d, struct chunk_info *info)
+{
+	void *page = (void *)info->page;
+	unsigned int bucket = info->bucket;
+	struct region_info *r;
+
+	if (info->onlist)
+		list_remove(d, info);
+	r = om_region_find(d, page);
+	if (r == NULL)
+		om_fatal(d, "chunk page not in the region table", page);
+	om_region_delete(d, r);
+	if (bucket == 0)
+		om_os_protect(page, OM_PAGE_SIZE, 1);
+	om_cache_put(d, page, 1, 0);
+	info->canary = 0;
+	info->next = d->info_free[bucket];
+	d->info_free[bucket] = info;
+}
+
+/* Mark a slot free; the page goes back on a list or, empty, away. */
+static void
+free_slot(struct dir_info *d, struct chunk_info *info, unsigned int slot)
+{
+	info->bits[slot >> 6] |= 1ULL << (slot & 63);
+	info->free++;
+	if (info->free == 1)
+		list_push(d, info);
+	/* Keep one page with free slots per bucket, to avoid thrashing. */
+	if (info->free == info->total && d->chunk_pages_avail[info->bucket] > 1)
+		release_page(d, info);
+}
+
+void *
+om_chunk_alloc(struct dir_info *d, size_t sz, unsigned int bucket, void *f)
+{
+	unsigned int l = om_rbyte(&d->rng) & (OM_CHUNK_LISTS - 1), k;
+	struct chunk_info *info = d->chunk_dir[bucket][l];
+	unsigned int start, w, slot, size;
+	uint64_t word;
+	char *p;
+
+	if (OM_UNLIKELY(info == NULL)) {
+		for (k = 1; k < OM_CHUNK_LISTS && info == NULL; k++)
+			info = d->chunk_dir[bucket][(l + k) &
+			    (OM_CHUNK_LISTS - 1)];
+		if (info == NULL && (info = make_chunks(d, bucket)) == NULL)
+			return NULL;
+	}
+	check_info(d, info);
+
+	/* A random start slot, then the next free one, wrapping around. */
+	start = (unsigned int)(((uint32_t)om_rword(&d->rng) * info->total) >>
+	    16);
+	w = start >> 6;
+	word = info->bits[w] & (~0ULL << (start & 63));
+	while (word == 0) {
+		w = (w + 1) & (OM_BITWORDS - 1);
+		word = info->bits[w];
+	}
+	slot = (w << 6) + (unsigned int)__builtin_ctzll(word);
+	info->bits[w] &= ~(1ULL << (slot & 63));
+	if (--info->free == 0)
+		list_remove(d, info);
+
+	size = info->size;
+	p = (char *)info->page + (size_t)slot * size;
+	if (mopts.opt.dump)
+		callers(info)[slot] = f;
+	if (OM_UNLIKELY(bucket == 0))
+		return p;
+	d->inuse += size;
+	if (d->junk) {
+		om_junk_validate(d, mopts.junk_validate_full, p, size);
+		if (d->junk >= 2)
+			memset(p, OM_JUNK_NEW, sz);
+	}
+	if (mopts.opt.chunk_canaries) {
+		reqsizes(info)[slot] = (uint16_t)sz;
+		memset(p + sz, mopts.canary_byte, size - sz);
+	}
+	return p;
+}
+
+static OM_COLD void
+canary_corrupted(struct dir_info *d, const void *p)
+{
+	om_fatal(d, "chunk canary corrupted", p);
+}
+
+static void
+check_canary(struct dir_info *d, struct chunk_info *info, unsigned int slot,
+    const char *p)
+{
+	size_t i, sz = reqsizes(info)[slot];
+
+	for (i = sz; i < info->size; i++)
+		if (OM_UNLIKELY((uint8_t)p[i] != mopts.canary_byte))
+			canary_corrupted(d, p);
+}
+
+/* Validate every chunk in the ring (F): junk intact, and so no write after
+ * free went unnoticed. */
+static OM_NOINLINE void
+check_ring(struct dir_info *d)
+{
+	unsigned int i;
+
+	for (i = 0; i < OM_DELAYED; i++) {
+		struct om_delayed *e = &d->delayed[i];
+
+		if (e->p != NULL && e->info->bucket != 0 && d->junk)
+			om_junk_validate(d, 1, e->p, e->info->size);
+	}
+}
+
+/* Really free a chunk that leaves the delayed ring. */
+static void
+undelay(struct dir_info *d, void *p, struct chunk_info *info)
+{
+	unsigned int slot;
+
+	check_info(d, info);
+	slot = om_chunk_index(d, info, p);
+	info->delayed[slot >> 6] &= ~(1ULL << (slot & 63));
+	if (d->junk && info->bucket != 0)
+		om_junk_validate(d, mopts.junk_validate_full, p, info->size);
+	free_slot(d, info, slot);
+}
+
+void
+om_chunk_free(struct dir_info *d, struct region_info *r, void *p, int clear,
+    size_t clearsz)
+{
+	struct chunk_info *info = om_region_chunk(r);
+	unsigned int slot, i;
+	uint64_t bit;
+	struct om_delayed out;
+
+	check_info(d, info);
+	slot = om_chunk_index(d, info, p);
+	bit = 1ULL << (slot & 63);
+	if (OM_UNLIKELY((info->bits[slot >> 6] | info->delayed[slot >> 6]) &
+	    bit))
+		om_fatal(d, "double free", p);
+	if (mopts.opt.dump)
+		callers(info)[slot] = NULL;
+	if (OM_UNLIKELY(info->bucket == 0)) {
+		free_slot(d, info, slot);
+		return;
+	}
+	if (mopts.opt.chunk_canaries)
+		check_canary(d, info, slot, p);
+	d->inuse -= info->size;
+	if (clear && clearsz > 0)
+		memset(p, 0, clearsz);
+	if (d->conceal) {
+		/* Conceal memory is cleared and released at once. */
+		memset(p, 0, info->size);
+		__asm__ __volatile__("" : : "r"(p) : "memory");
+		free_slot(d, info, slot);
+		return;
+	}
+	if (d->junk)
+		memset(p, OM_JUNK_FREE, info->size);
+	if (OM_UNLIKELY(mopts.opt.freecheck))
+		check_ring(d);
+
+	i = om_rbyte(&d->rng) & (OM_DELAYED - 1);
+	out = d->delayed[i];
+	d->delayed[i].p = p;
+	d->delayed[i].info = info;
+	info->delayed[slot >> 6] |= bit;
+	if (out.p != NULL)
+		undelay(d, out.p, out.info);
+}
+
+/* Empty the delayed ring, e.g. before a dump or a trim. */
+void
+om_chunk_flush_delayed(struct dir_info *d)
+{
+	unsigned int i;
+
+	for (i = 0; i < OM_DELAYED; i++) {
+		struct om_delayed e = d->delayed[i];
+
+		d->delayed[i].p = NULL;
+		if (e.p != NULL)
+			undelay(d, e.p, e.info);
+	}
+}
+
+/* Bytes the caller may use: the requested size under C, else the slot. */
+size_t
+om_chunk_usable(struct dir_info *d, struct region_info *r, void *p)
+{
+	struct chunk_info *info = om_region_chunk(r);
+	unsigned int slot;
+
+	check_info(d, info);
+	slot = om_chunk_index(d, info, p);
+	if (info->bits[slot >> 6] & (1ULL << (slot & 63)) ||
+	    info->delayed[slot >> 6] & (1ULL << (slot & 63)))
+		om_fatal(d, "use of freed pointer", p);
+	if (info->bucket == 0)
+		return 0;
+	if (mopts.opt.chunk_canaries)
+		return reqsizes(info)[slot];
+	return info->size;
+}
+
+/* The size recorded for p: exact under C, else the slot size. */
+size_t
+om_chunk_reqsize(struct dir_info *d, struct region_info *r, void *p)
+{
+	return om_chunk_usable(d, r, p);
+}
+
+/* Resize in place if newsz stays in p's bucket.  Returns 1 if done. */
+int
+om_chunk_resize(struct dir_info *d, struct region_info *r, void *p,
+    size_t newsz)
+{
+	struct chunk_info *info = om_region_chunk(r);
+	unsigned int slot;
+
+	if (newsz == 0 || newsz > OM_MAXCHUNK ||
+	    om_bucket_of(newsz) != info->bucket || d->conceal ||
+	    mopts.opt.realloc_move)
+		return 0;
+	slot = om_chunk_index(d, info, p);
+	if (mopts.opt.chunk_canaries) {
+		size_t old = reqsizes(info)[slot];
+
+		check_canary(d, info, slot, p);
+		if (newsz > old && d->junk >= 2)
+			memset((char *)p + old, OM_JUNK_NEW, newsz - old);
+		reqsizes(info)[slot] = (uint16_t)newsz;
+		memset((char *)p + newsz, mopts.canary_byte,
+		    info->size - newsz);
+	}
+	return 1;
+}
+
+void *
+om_chunk_caller(struct chunk_info *info, unsigned int slot)
+{
+	return mopts.opt.dump ? callers(info)[slot] : NULL;
+}
+
+/* 1 if slot holds a live allocation (not free, not delayed). */
+int
+om_chunk_slot_used(struct chunk_info *info, unsigned int slot)
+{
+	uint64_t bit = 1ULL << (slot & 63);
+
+	return !((info->bits[slot >> 6] | info->delayed[slot >> 6]) & bit);
+}

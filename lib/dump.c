@@ -1,0 +1,276 @@
+/*
+ * dump.c - statistics: the dump of D and malloc_gdump, in OpenBSD's layout.
+ *
+ * One section per pool, printed under that pool's lock (after its delayed
+ * ring is flushed, so delayed chunks do not count as in use), then one leak
+ * report for the process.  Nothing here allocates from the heap: output
+ * goes through om_buf, and the leak table lives in pages of its own.
+ * The fatal path dumps with trylock, since it may hold a pool lock.
+ */
+#include "internal.h"
+
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+struct leak {
+	void *f;
+	size_t bytes;
+	size_t count;
+};
+
+struct leaks {
+	struct leak *t;
+	size_t total;		/* slots, a power of two */
+	size_t used;
+	size_t dropped;		/* allocations that found no slot */
+};
+
+static void
+leak_add(struct leaks *l, void *f, size_t bytes)
+{
+	size_t i, mask = l->total - 1;
+
+	if (l->t == NULL)
+		return;
+	i = (size_t)(((uintptr_t)f >> 4) * 0x9E3779B97F4A7C15ULL >> 40) & mask;
+	for (;;) {
+		if (l->t[i].count == 0) {
+			if (l->used * 4 >= l->total * 3) {
+				l->dropped++;
+				return;
+			}
+			l->t[i].f = f;
+			l->used++;
+			break;
+		}
+		if (l->t[i].f == f)
+			break;
+		i = (i + 1) & mask;
+	}
+	l->t[i].bytes += bytes;
+	l->t[i].count++;
+}
+
+/* Every live allocation of d, by caller.  Pool locked. */
+static void
+leak_gather(struct dir_info *d, struct leaks *l)
+{
+	size_t i;
+	unsigned int s;
+
+	for (i = 0; i < d->regions_total; i++) {
+		struct region_info *r = &d->r[i];
+
+		if (r->p == 0)
+			continue;
+		if (!OM_REGION_IS_CHUNK(r)) {
+			leak_add(l, r->f, r->size);
+			continue;
+		}
+		struct chunk_info *info = om_region_chunk(r);
+		for (s = 0; s < info->total; s++)
+			if (om_chunk_slot_used(info, s))
+				leak_add(l, om_chunk_caller(info, s),
+				    info->bucket == 0 ? 0 : info->size);
+	}
+}
+
+static void
+print_caller(struct om_buf *o, void *f)
+{
+	Dl_info info;
+
+	if (f != NULL && dladdr(f, &info) != 0 && info.dli_fname != NULL) {
+		const char *name = strrchr(info.dli_fname, '/');
+
+		name = name != NULL ? name + 1 : info.dli_fname;
+		if (*name == '\0')
+			name = om_progname();
+		om_buf_printf(o, "%18s+0x%lx", name,
+		    (unsigned long)((uintptr_t)f - (uintptr_t)info.dli_fbase));
+	} else
+		om_buf_printf(o, "%18p", f);
+}
+
+static void
+leak_print(struct om_buf *o, struct leaks *l)
+{
+	size_t i, j, n = 0;
+
+	om_buf_puts(o, "Leak report:\n");
+	om_buf_puts(o, "                 f     sum      #    avg\n");
+	if (l->t == NULL) {
+		om_buf_puts(o, "(no memory for the leak table)\n");
+		return;
+	}
+	/* Compact, then sort by bytes, largest first (insertion sort). */
+	for (i = 0; i < l->total; i++)
+		if (l->t[i].count != 0)
+			l->t[n++] = l->t[i];
+	for (i = 1; i < n; i++) {
+		struct leak t = l->t[i];
+
+		for (j = i; j > 0 && l->t[j - 1].bytes < t.bytes; j--)
+			l->t[j] = l->t[j - 1];
+		l->t[j] = t;
+	}
+	for (i = 0; i < n; i++) {
+		print_caller(o, l->t[i].f);
+		om_buf_printf(o, " %7zu %6zu %6zu\n", l->t[i].bytes,
+		    l->t[i].count, l->t[i].bytes / l->t[i].count);
+	}
+	if (l->dropped)
+		om_buf_printf(o, "(%zu allocations not listed: table full)\n",
+		    l->dropped);
+}
+
+static void
+dump_pool(struct om_buf *o, struct dir_info *d)
+{
+	unsigned int b, k;
+	size_t i;
+
+	if (d->conceal)
+		om_buf_printf(o, "Malloc dir of %s pool conceal at %p\n",
+		    om_progname(), (void *)d);
+	else
+		om_buf_printf(o, "Malloc dir of %s pool %u at %p\n",
+		    om_progname(), d->index, (void *)d);
+	om_buf_printf(o, "Region slots free %zu/%zu\n", d->regions_free,
+	    d->regions_total);
+	om_buf_printf(o, "Finds %lu/%lu\n", d->finds, d->find_collisions);
+	om_buf_printf(o, "Inserts %lu/%lu\n", d->inserts,
+	    d->insert_collisions);
+	om_buf_printf(o, "Deletes %lu/%lu\n", d->deletes, d->delete_moves);
+	om_buf_printf(o, "Cheap reallocs %lu/%lu\n", d->cheap_reallocs,
+	    d->cheap_realloc_tries);
+	om_buf_printf(o, "Other pool searches %lu/%lu\n", d->other_pool,
+	    d->pool_searches);
+	om_buf_printf(o, "Lock acquisitions %lu/%lu, waited %llu ns\n",
+	    d->lock_contended, d->lock_total, d->lock_wait_ns);
+	om_buf_printf(o, "In use %zu\n", d->inuse);
+	om_buf_printf(o, "Guarded %zu\n", d->guarded);
+	om_buf_puts(o, "Free chunk structs:\n");
+	for (b = 0; b < OM_NBUCKETS; b++) {
+		unsigned int pages = 0, slots = 0, total = 0;
+
+		for (k = 0; k < OM_CHUNK_LISTS; k++) {
+			struct chunk_info *c;
+
+			for (c = d->chunk_dir[b][k]; c != NULL; c = c->next) {
+				pages++;
+				slots += c->free;
+				total += c->total;
+			}
+		}
+		if (pages > 0)
+			om_buf_printf(o, "%6u: %u/%u slots free in %u pages\n",
+			    b == 0 ? 0 : om_bucket_size[b], slots, total,
+			    pages);
+	}
+	om_buf_printf(o, "Free pages cached: %zu\n", d->cache_pages);
+	if (mopts.opt.verbose) {
+		for (i = 0; i < d->cache_used; i++)
+			om_buf_printf(o, "  cache %zu: %p %u pages%s%s%s\n", i,
+			    (void *)d->cache[i].p, d->cache[i].npages,
+			    d->cache[i].guarded ? " guarded" : "",
+			    d->cache[i].junked ? " junked" : "",
+			    d->cache[i].noaccess ? " noaccess" : "");
+		om_buf_puts(o, "Hash table:\n");
+		for (i = 0; i < d->regions_total; i++) {
+			struct region_info *r = &d->r[i];
+
+			if (r->p == 0)
+				continue;
+			if (OM_REGION_IS_CHUNK(r))
+				om_buf_printf(o, "  %5zu %p chunks of %u\n", i,
+				    (void *)OM_REGION_PAGE(r),
+				    om_region_chunk(r)->size);
+			else
+				om_buf_printf(o, "  %5zu %p %zu bytes\n", i,
+				    (void *)(OM_REGION_PAGE(r) +
+				    OM_REGION_OFFSET(r)), (size_t)r->size);
+		}
+	}
+}
+
+/*
+ * The whole dump to fd.  for_fatal: the caller may hold a pool lock and
+ * the heap may be corrupt, so locks are only tried and nothing is freed.
+ */
+void
+om_dump_fd(int fd, int for_fatal)
+{
+	struct om_buf o = { .fd = fd };
+	struct om_os_counts c;
+	struct leaks l = { 0 };
+	size_t len = 0;
+	unsigned int i;
+
+	if (!__atomic_load_n(&om_ready, __ATOMIC_ACQUIRE))
+		return;
+	if (mopts.opt.dump) {
+		l.total = 16384;
+		len = l.total * sizeof(struct leak);
+		l.t = om_os_map(len, 0);
+	}
+	om_buf_printf(&o, "******** Start dump %s *******\n", om_progname());
+	om_buf_printf(&o, "MT=1 M=%u I=1 F=%d U=%d J=%d R=%d X=%d C=%d "
+	    "cache=%d G=%zu\n", mopts.npools, mopts.opt.freecheck,
+	    mopts.opt.freeunmap, mopts.opt.junk, mopts.opt.realloc_move,
+	    mopts.opt.xmalloc, mopts.opt.chunk_canaries, mopts.opt.cache_pages,
+	    mopts.guard);
+	om_os_counts(&c);
+	om_buf_printf(&o, "Syscalls mmap %lu munmap %lu mprotect %lu "
+	    "madvise %lu\n", c.mmap, c.munmap, c.mprotect, c.madvise);
+	for (i = 0; i <= mopts.npools; i++) {
+		struct dir_info *d = i < mopts.npools ? mopts.pools[i] :
+		    mopts.conceal;
+		int locked;
+
+		if (for_fatal)
+			locked = pthread_mutex_trylock(&d->mtx) == 0;
+		else {
+			om_lock(d);
+			d->func = "malloc_gdump";
+			om_chunk_flush_delayed(d);
+			locked = 1;
+		}
+		dump_pool(&o, d);
+		if (mopts.opt.dump)
+			leak_gather(d, &l);
+		if (locked && for_fatal)
+			pthread_mutex_unlock(&d->mtx);
+		else if (locked)
+			om_unlock(d);
+	}
+	if (mopts.opt.dump)
+		leak_print(&o, &l);
+	om_buf_printf(&o, "******** End dump %s *******\n", om_progname());
+	om_buf_flush(&o);
+	if (l.t != NULL)
+		om_os_unmap(l.t, len);
+}
+
+/* D at exit or before a fatal abort: append to MALLOC_DUMP_FILE or to
+ * malloc.out in the current directory. */
+void
+om_dump_exit(void)
+{
+	const char *path = secure_getenv("MALLOC_DUMP_FILE");
+	int fd, saved = errno;
+
+	if (path == NULL || *path == '\0')
+		path = "malloc.out";
+	fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		om_warn("cannot open the dump file %s, no dump written", path);
+		errno = saved;
+		return;
+	}
+	om_dump_fd(fd, om_self >> 32 != 0);
+	close(fd);
+	errno = saved;
+}

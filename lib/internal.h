@@ -1,0 +1,389 @@
+/*
+ * internal.h - the one internal header of omalloc.
+ *
+ * Types, constants, checked arithmetic and the prototypes of every
+ * cross-file function, grouped under the file that defines them.  Layers go
+ * one way: os -> cache -> chunk/region -> pool -> api.  Only api.c (and the
+ * fork hooks in pool.c) take pool locks; every core function documented as
+ * "pool locked" runs with exactly one pool lock held by its caller.
+ */
+#ifndef OM_INTERNAL_H
+#define OM_INTERNAL_H
+
+#include "omalloc_config.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+/* Nothing declared here leaves the library: see omalloc.map. */
+#pragma GCC visibility push(hidden)
+
+#define OM_LIKELY(x)	__builtin_expect(!!(x), 1)
+#define OM_UNLIKELY(x)	__builtin_expect(!!(x), 0)
+#define OM_COLD		__attribute__((cold, noinline))
+#define OM_NOINLINE	__attribute__((noinline))
+#define OM_INLINE	static inline __attribute__((always_inline))
+#define OM_HIDDEN	__attribute__((visibility("hidden")))
+
+#if OM_DEBUG_CHECKS
+#define OM_ASSERT(d, x)                                                      \
+	do {                                                                 \
+		if (!(x))                                                    \
+			om_fatal((d), "assertion failed: " #x, NULL);        \
+	} while (0)
+#else
+#define OM_ASSERT(d, x) ((void)0)
+#endif
+
+/* Geometry.  x86-64 and aarch64 Linux with 4 KiB pages. */
+#define OM_PAGE_SHIFT	12
+#define OM_PAGE_SIZE	((size_t)1 << OM_PAGE_SHIFT)
+#define OM_PAGE_MASK	(OM_PAGE_SIZE - 1)
+#define OM_PAGEROUND(x) (((x) + OM_PAGE_MASK) & ~OM_PAGE_MASK)
+#define OM_MINSIZE	16		/* every pointer is 16-byte aligned */
+#define OM_MAXCHUNK	(OM_PAGE_SIZE / 2)	/* larger sizes are regions */
+#define OM_MAXSLOTS	(OM_PAGE_SIZE / OM_MINSIZE)
+#define OM_BITWORDS	(OM_MAXSLOTS / 64)
+
+/* Size classes: bucket 0 holds malloc(0) objects in no-access pages. */
+#define OM_NBUCKETS	23
+#define OM_CHUNK_LISTS	4		/* random list choice per bucket */
+#define OM_DELAYED	16		/* delayed-free ring, a power of two */
+#define OM_CACHE_MAX	256		/* pages a pool may cache at most */
+#define OM_CACHE_SLOTS	256		/* cache entries (at least one page each) */
+#define OM_HASH_INITIAL 512		/* region slots of a new pool */
+
+#define OM_JUNK_FREE	0xdf		/* freed memory */
+#define OM_JUNK_NEW	0xdb		/* new memory, junk level 2 */
+#define OM_JUNK_FREE64	0xdfdfdfdfdfdfdfdfULL
+
+#define OM_NO_POOL	0xffffffffu
+
+_Static_assert((OM_DEFAULT_POOLS & (OM_DEFAULT_POOLS - 1)) == 0,
+    "the default pool count must be a power of two");
+_Static_assert((OM_MAX_POOLS & (OM_MAX_POOLS - 1)) == 0,
+    "max_pools must be a power of two");
+_Static_assert(OM_DEFAULT_POOLS <= OM_MAX_POOLS, "pools > max_pools");
+_Static_assert(OM_MAX_POOLS <= 256, "the pool index must fit a byte");
+_Static_assert((OM_DELAYED & (OM_DELAYED - 1)) == 0, "ring not 2^n");
+
+/* Checked arithmetic: every sum and product of sizes goes through here. */
+OM_INLINE int
+om_add(size_t a, size_t b, size_t *r)
+{
+	return __builtin_add_overflow(a, b, r);
+}
+
+OM_INLINE int
+om_mul(size_t a, size_t b, size_t *r)
+{
+	return __builtin_mul_overflow(a, b, r);
+}
+
+/* ------------------------------------------------------------------ */
+/* Options (options.c, from options.def) */
+
+enum om_kind { FLAG, LEVEL, SCALE, BUNDLE };
+
+struct om_options {
+#define OM_OPTION(up, down, field, kind, def, min, max, doc) int field;
+#include "options.def"
+#undef OM_OPTION
+};
+
+/*
+ * Everything fixed at initialisation lives in one page that is made
+ * read-only (and sealed where the kernel can) before the first allocation
+ * returns: the options, the pool array and the global canary.
+ */
+struct dir_info;
+struct om_readonly {
+	struct om_options opt;
+	struct dir_info *pools[OM_MAX_POOLS];
+	struct dir_info *conceal;	/* malloc_conceal's pool */
+	unsigned int pool_mask;		/* npools - 1 */
+	unsigned int npools;
+	uintptr_t canary;		/* pool and chunk_info canaries */
+	size_t guard;			/* bytes of guard after regions, G */
+	uint16_t info_size[OM_NBUCKETS]; /* chunk_info record sizes */
+	uint16_t bucket_total[OM_NBUCKETS]; /* slots per chunk page */
+	uint32_t bucket_recip[OM_NBUCKETS]; /* ceil(2^32 / slot size) */
+	uint8_t size_bucket[OM_MAXCHUNK / OM_MINSIZE + 1];
+	uint8_t canary_byte;		/* fill of chunk canaries, C */
+	int junk_validate_full;		/* J2, F: check every junk byte */
+};
+
+extern union om_readonly_page {
+	struct om_readonly mopts;
+	char pad[OM_PAGE_SIZE];
+} om_ro __attribute__((aligned(4096)));
+#define mopts (om_ro.mopts)
+
+void om_options_init(struct om_options *o);
+const char *om_options_line(char *buf, size_t len);
+
+/* ------------------------------------------------------------------ */
+/* Random bytes (random.c) */
+
+struct om_rng {
+	uint32_t key[8];
+	uint32_t counter;
+	uint32_t nonce[3];
+	unsigned int pos;		/* next unused byte of buf */
+	uint8_t buf[256];
+};
+
+int om_random_global_init(void);
+void om_random_seed(struct om_rng *r);
+void om_random_refill(struct om_rng *r);
+void om_random_buf(void *p, size_t n);	/* from the global generator */
+
+OM_INLINE uint8_t
+om_rbyte(struct om_rng *r)
+{
+	if (OM_UNLIKELY(r->pos >= sizeof(r->buf)))
+		om_random_refill(r);
+	return r->buf[r->pos++];
+}
+
+OM_INLINE uint16_t
+om_rword(struct om_rng *r)
+{
+	if (OM_UNLIKELY(r->pos + 1 >= sizeof(r->buf)))
+		om_random_refill(r);
+	uint16_t v = (uint16_t)(r->buf[r->pos] | r->buf[r->pos + 1] << 8);
+	r->pos += 2;
+	return v;
+}
+
+/* ------------------------------------------------------------------ */
+/* The pool (pool.c): struct dir_info, OpenBSD's name for it. */
+
+struct region_info {
+	/*
+	 * Key: the page address.  Low bits: bit 0 set for a chunk page;
+	 * bits 4..11 the offset of the user pointer in the first page of a
+	 * region (medium regions are shifted to the page end).
+	 */
+	uintptr_t p;
+	uintptr_t size;		/* region: requested bytes; chunk page: info */
+	void *f;		/* caller, with D */
+};
+#define OM_REGION_CHUNK		((uintptr_t)1)
+#define OM_REGION_PAGE(r)	((r)->p & ~(uintptr_t)OM_PAGE_MASK)
+#define OM_REGION_OFFSET(r)	((r)->p & (OM_PAGE_MASK & ~(uintptr_t)15))
+#define OM_REGION_IS_CHUNK(r)	((r)->p & OM_REGION_CHUNK)
+
+struct chunk_info {
+	struct chunk_info *next, *prev;	/* on chunk_dir[bucket][list] */
+	uintptr_t page;
+	uint32_t canary;		/* mopts.canary ^ address of this */
+	uint16_t bucket;
+	uint16_t size;			/* slot size */
+	uint16_t free;			/* free slots */
+	uint16_t total;			/* slots in the page */
+	uint16_t list;			/* the list it sits on */
+	uint16_t onlist;
+	uint32_t recip;			/* ceil(2^32 / size): slot = off*recip>>32 */
+	uint64_t bits[OM_BITWORDS];	/* 1: slot free */
+	uint64_t delayed[OM_BITWORDS];	/* 1: slot sitting in the ring */
+	/* then uint16_t reqsize[total] with C, then void *f[total] with D */
+};
+
+struct om_cache_entry {
+	uintptr_t p;
+	uint32_t npages;
+	uint8_t guarded;	/* last page is a guard (G) */
+	uint8_t junked;		/* filled with free junk, validate at reuse */
+	uint8_t noaccess;	/* PROT_NONE (U, F) */
+	uint8_t fresh;		/* never used: still zero */
+};
+
+struct om_delayed {
+	void *p;
+	struct chunk_info *info;
+};
+
+struct dir_info {
+	uintptr_t canary1;
+	pthread_mutex_t mtx;
+	const char *func;		/* API function running, for messages */
+	unsigned int index;		/* position in mopts.pools */
+	int conceal;			/* malloc_conceal's pool */
+	int junk;			/* junk level of this pool */
+	unsigned int cache_max;		/* pages */
+
+	/* Region hash table: open addressing, linear probing. */
+	struct region_info *r;
+	size_t regions_total;		/* a power of two */
+	size_t regions_free;
+	unsigned int regions_shift;	/* 64 - log2(regions_total) */
+
+	/* Chunk pages with free slots, per bucket, on OM_CHUNK_LISTS lists. */
+	struct chunk_info *chunk_dir[OM_NBUCKETS][OM_CHUNK_LISTS];
+	unsigned int chunk_pages_avail[OM_NBUCKETS];
+	struct chunk_info *info_free[OM_NBUCKETS];	/* spare records */
+
+	/* Delayed-free ring. */
+	struct om_delayed delayed[OM_DELAYED];
+
+	/* Free-page cache. */
+	struct om_cache_entry cache[OM_CACHE_SLOTS];
+	unsigned int cache_used;	/* entries */
+	size_t cache_pages;		/* pages held */
+
+	struct om_rng rng;
+
+	/* Statistics (pool locked). */
+	size_t inuse;			/* bytes handed out */
+	size_t guarded;			/* bytes of guard pages */
+	size_t mapped;			/* bytes mapped by this pool */
+	unsigned long finds, find_collisions;
+	unsigned long inserts, insert_collisions;
+	unsigned long deletes, delete_moves;
+	unsigned long cheap_realloc_tries, cheap_reallocs;
+	unsigned long pool_searches, other_pool;
+	unsigned long lock_total, lock_contended;
+	unsigned long long lock_wait_ns;
+
+	uintptr_t canary2;
+};
+
+extern int om_ready;
+int om_thread_init(void);
+struct dir_info *om_pool_create(unsigned int index, int conceal);
+void om_pool_check(struct dir_info *d);
+void om_pool_fork_prepare(void);
+void om_pool_fork_parent(void);
+void om_pool_fork_child(void);
+
+/* The per-thread word: kernel thread id, and the pool being held + 1. */
+extern __thread uint64_t om_self;
+#define OM_SELF_TID(s)	((uint32_t)(s))
+#define OM_SELF_BUSY(s) ((uint32_t)((s) >> 32))
+
+OM_INLINE int
+om_pool_ok(const struct dir_info *d)
+{
+	return d->canary1 == ~d->canary2 &&
+	    d->canary1 == (mopts.canary ^ (uintptr_t)d);
+}
+
+/* ------------------------------------------------------------------ */
+/* Chunks (chunk.c): sizes up to OM_MAXCHUNK, pool locked. */
+
+extern const uint16_t om_bucket_size[OM_NBUCKETS];
+
+/* The bucket of a size in [1, OM_MAXCHUNK]; bucket 0 is malloc(0). */
+OM_INLINE unsigned int
+om_bucket_of(size_t sz)
+{
+	return mopts.size_bucket[(sz + OM_MINSIZE - 1) >> 4];
+}
+
+void om_chunk_init_sizes(void);
+void *om_chunk_alloc(struct dir_info *d, size_t sz, unsigned int bucket,
+    void *f);
+void om_chunk_free(struct dir_info *d, struct region_info *r, void *p,
+    int clear, size_t clearsz);
+size_t om_chunk_usable(struct dir_info *d, struct region_info *r, void *p);
+size_t om_chunk_reqsize(struct dir_info *d, struct region_info *r, void *p);
+int om_chunk_resize(struct dir_info *d, struct region_info *r, void *p,
+    size_t newsz);
+void om_chunk_flush_delayed(struct dir_info *d);
+unsigned int om_chunk_index(struct dir_info *d, struct chunk_info *info,
+    const void *p);
+void *om_chunk_caller(struct chunk_info *info, unsigned int slot);
+int om_chunk_slot_used(struct chunk_info *info, unsigned int slot);
+
+OM_INLINE struct chunk_info *
+om_region_chunk(const struct region_info *r)
+{
+	return (struct chunk_info *)r->size;
+}
+
+/* ------------------------------------------------------------------ */
+/* Regions (region.c): the hash table and page regions, pool locked. */
+
+int om_region_table_init(struct dir_info *d);
+struct region_info *om_region_find(struct dir_info *d, const void *p);
+int om_region_insert(struct dir_info *d, uintptr_t key, uintptr_t size,
+    void *f);
+void om_region_delete(struct dir_info *d, struct region_info *r);
+void *om_region_alloc(struct dir_info *d, size_t sz, size_t align, int zero,
+    void *f);
+void om_region_free(struct dir_info *d, struct region_info *r, void *p,
+    int clear, size_t clearsz);
+size_t om_region_usable(struct region_info *r);
+void *om_region_realloc(struct dir_info *d, struct region_info *r, void *p,
+    size_t newsz);
+
+/* ------------------------------------------------------------------ */
+/* Free-page cache and junk (cache.c), pool locked. */
+
+void *om_cache_get(struct dir_info *d, size_t npages, int guarded,
+    int *zeroed);
+void om_cache_put(struct dir_info *d, void *p, size_t npages, int guarded);
+size_t om_cache_trim(struct dir_info *d);
+void om_junk_free(int level, void *p, size_t sz);
+void om_junk_validate(struct dir_info *d, int full, const void *p, size_t sz);
+
+/* ------------------------------------------------------------------ */
+/* The operating system (os.c): the only caller of mmap and friends. */
+
+struct om_os_counts {
+	unsigned long mmap, munmap, mprotect, madvise;
+};
+
+void *om_os_map(size_t len, int conceal);
+void *om_os_map_at(void *hint, size_t len, int conceal);
+void om_os_unmap(void *p, size_t len);
+int om_os_protect(void *p, size_t len, int access);
+int om_os_guard(void *p, size_t len);
+int om_os_unguard(void *p, size_t len);
+void om_os_counts(struct om_os_counts *c);
+void om_os_readonly(void *p, size_t len);
+long om_os_gettid(void);
+long om_os_getpid(void);
+int om_os_write(int fd, const void *buf, size_t len);
+
+/* ------------------------------------------------------------------ */
+/* Errors and formatting without allocation (error.c). */
+
+struct om_buf {
+	int fd;
+	size_t len;
+	char b[1024];
+};
+
+void om_buf_flush(struct om_buf *o);
+void om_buf_puts(struct om_buf *o, const char *s);
+void om_buf_printf(struct om_buf *o, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+const char *om_progname(void);
+void om_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+__attribute__((noreturn)) OM_COLD void om_fatal(struct dir_info *d,
+    const char *reason, const void *p);
+__attribute__((noreturn)) OM_COLD void om_fatal_in(const char *func,
+    const char *reason, const void *p);
+
+/* ------------------------------------------------------------------ */
+/* Statistics and the dump (dump.c). */
+
+void om_dump_fd(int fd, int for_fatal);
+void om_dump_exit(void);
+
+/* ------------------------------------------------------------------ */
+/* Pool locking (api.c). */
+
+void om_lock(struct dir_info *d);
+void om_unlock(struct dir_info *d);
+
+#pragma GCC visibility pop
+
+#define OM_EXPORT __attribute__((visibility("default")))
+
+#endif /* OM_INTERNAL_H */

@@ -1,0 +1,242 @@
+/*
+ * pool.c - the pool array, thread -> pool, canaries, fork hooks.
+ *
+ * Initialisation is lazy, serialised by init_mtx and allocation-free: it
+ * reads the options, seeds the random generator, maps every pool between
+ * guard pages at a random offset, registers the fork hooks and makes the
+ * option page read-only.  A thread's pool is tid & (npools - 1); the tid
+ * is cached in om_self, the library's one word of initial-exec TLS.
+ *
+ * Invariant: mopts never changes after `ready` is set, so the fast path
+ * reads it without a lock.
+ */
+#include "internal.h"
+
+#include <sys/syscall.h>
+#include <unistd.h>
+
+union om_readonly_page om_ro __attribute__((aligned(4096)));
+__thread uint64_t om_self __attribute__((tls_model("initial-exec")));
+
+static pthread_mutex_t init_mtx = PTHREAD_MUTEX_INITIALIZER;
+int om_ready;
+
+/* Fork bookkeeping: the forking thread and its nesting depth (a static
+ * glibc calls the __malloc_fork_* hooks inside the pthread_atfork ones). */
+static long fork_owner;
+static int fork_nest;
+
+/*
+ * Map a pool between two guard pages, at a random cache-line offset inside
+ * its spare page, so that neither a linear overflow nor a guess of the
+ * address reaches it.
+ */
+struct dir_info *
+om_pool_create(unsigned int index, int conceal)
+{
+	size_t body = OM_PAGEROUND(sizeof(struct dir_info)) + OM_PAGE_SIZE;
+	size_t len = body + 2 * OM_PAGE_SIZE;
+	uint16_t r;
+	char *base;
+	struct dir_info *d;
+	pthread_mutexattr_t attr;
+
+	base = om_os_map(len, conceal);
+	if (base == NULL)
+		return NULL;
+	om_os_guard(base, OM_PAGE_SIZE);
+	om_os_guard(base + OM_PAGE_SIZE + body, OM_PAGE_SIZE);
+	om_random_buf(&r, sizeof(r));
+	d = (struct dir_info *)(base + OM_PAGE_SIZE +
+	    ((size_t)(r % (OM_PAGE_SIZE / 64)) * 64));
+
+	pthread_mutexattr_init(&attr);
+	pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_NORMAL);
+	pthread_mutex_init(&d->mtx, &attr);
+	pthread_mutexattr_destroy(&attr);
+	d->index = index;
+	d->conceal = conceal;
+	d->func = "malloc";
+	d->junk = conceal ? 0 : mopts.opt.junk;
+	d->cache_max = conceal ? 0 : (unsigned int)mopts.opt.cache_pages;
+	om_random_seed(&d->rng);
+	d->mapped = len;
+	if (om_region_table_init(d) != 0) {
+		om_os_unmap(base, len);
+		return NULL;
+	}
+	d->canary1 = mopts.canary ^ (uintptr_t)d;
+	d->canary2 = ~d->canary1;
+	return d;
+}
+
+/* Security check: a pool whose canaries changed was overwritten. */
+void
+om_pool_check(struct dir_info *d)
+{
+	if (OM_UNLIKELY(!om_pool_ok(d)))
+		om_fatal(d, "internal struct corrupt", d);
+}
+
+static void fork_prepare(void);
+static void fork_parent(void);
+static void fork_child(void);
+
+/* Returns 0 when ready, -1 when memory for the pools could not be had. */
+static int
+init_locked(void)
+{
+	struct om_options o;
+	unsigned int i;
+	long ps = sysconf(_SC_PAGESIZE);
+
+	if (ps != (long)OM_PAGE_SIZE) {
+		om_warn("page size %ld is not supported", ps);
+		return -1;
+	}
+	om_options_init(&o);
+	om_random_global_init();
+	mopts.opt = o;
+	om_random_buf(&mopts.canary, sizeof(mopts.canary));
+	mopts.npools = (unsigned int)o.pools;
+	mopts.pool_mask = mopts.npools - 1;
+	mopts.guard = o.guard ? OM_PAGE_SIZE : 0;
+	mopts.junk_validate_full = o.junk >= 2 || o.freecheck;
+	om_chunk_init_sizes();
+
+	for (i = 0; i < mopts.npools; i++) {
+		if (mopts.pools[i] == NULL &&
+		    (mopts.pools[i] = om_pool_create(i, 0)) == NULL)
+			return -1;
+	}
+	if (mopts.conceal == NULL &&
+	    (mopts.conceal = om_pool_create(OM_MAX_POOLS, 1)) == NULL)
+		return -1;
+	pthread_atfork(fork_prepare, fork_parent, fork_child);
+
+	/* The options and the pool array never change from here on. */
+	om_os_readonly(&om_ro, sizeof(om_ro));
+	return 0;
+}
+
+/*
+ * First call of a thread: make sure the heap is initialised and cache the
+ * thread id.  Returns 0, or -1 when initialisation failed for lack of
+ * memory (the caller fails with ENOMEM and a later call tries again).
+ */
+int
+om_thread_init(void)
+{
+	if (!__atomic_load_n(&om_ready, __ATOMIC_ACQUIRE)) {
+		int rc;
+
+		pthread_mutex_lock(&init_mtx);
+		rc = om_ready ? 0 : init_locked();
+		if (rc == 0)
+			__atomic_store_n(&om_ready, 1, __ATOMIC_RELEASE);
+		pthread_mutex_unlock(&init_mtx);
+		if (rc != 0)
+			return -1;
+	}
+	om_self = (uint32_t)om_os_gettid();
+	return 0;
+}
+
+/*
+ * Fork: every pool lock is taken before fork and released after it in the
+ * parent; the child re-initialises them, since it has one thread.  A
+ * thread that forks from a signal handler interrupting the allocator
+ * already holds the pool named in om_self; that one is skipped, and the
+ * interrupted call releases it when the handler returns.
+ */
+static struct dir_info *
+pool_at(unsigned int i)
+{
+	return i < mopts.npools ? mopts.pools[i] : mopts.conceal;
+}
+
+static int
+held_by_me(unsigned int i)
+{
+	uint32_t busy = OM_SELF_BUSY(om_self);
+
+	return busy != 0 && busy - 1 == pool_at(i)->index;
+}
+
+static void
+fork_prepare(void)
+{
+	unsigned int i;
+	long me;
+
+	if (!__atomic_load_n(&om_ready, __ATOMIC_ACQUIRE))
+		return;
+	me = (long)OM_SELF_TID(om_self);
+	if (me != 0 && __atomic_load_n(&fork_owner, __ATOMIC_RELAXED) == me) {
+		fork_nest++;
+		return;
+	}
+	pthread_mutex_lock(&init_mtx);
+	fork_owner = me;
+	for (i = 0; i <= mopts.npools; i++)
+		if (!held_by_me(i))
+			pthread_mutex_lock(&pool_at(i)->mtx);
+}
+
+static void
+fork_parent(void)
+{
+	unsigned int i;
+
+	if (!__atomic_load_n(&om_ready, __ATOMIC_ACQUIRE))
+		return;
+	if (fork_nest > 0) {
+		fork_nest--;
+		return;
+	}
+	for (i = 0; i <= mopts.npools; i++)
+		if (!held_by_me(i))
+			pthread_mutex_unlock(&pool_at(i)->mtx);
+	fork_owner = 0;
+	pthread_mutex_unlock(&init_mtx);
+}
+
+static void
+fork_child(void)
+{
+	unsigned int i;
+	uint64_t busy;
+
+	if (!__atomic_load_n(&om_ready, __ATOMIC_ACQUIRE))
+		return;
+	if (fork_nest > 0) {
+		fork_nest--;
+		return;
+	}
+	for (i = 0; i <= mopts.npools; i++)
+		if (!held_by_me(i))
+			pthread_mutex_init(&pool_at(i)->mtx, NULL);
+	/* The child is a new thread of its own: refresh the cached tid. */
+	busy = om_self & ~(uint64_t)0xffffffff;
+	om_self = busy | (uint32_t)om_os_gettid();
+	fork_owner = 0;
+	pthread_mutex_init(&init_mtx, NULL);
+}
+
+void
+om_pool_fork_prepare(void)
+{
+	fork_prepare();
+}
+
+void
+om_pool_fork_parent(void)
+{
+	fork_parent();
+}
+
+void
+om_pool_fork_child(void)
+{
+	fork_child();
+}

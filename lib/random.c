@@ -1,0 +1,129 @@
+/*
+ * random.c - random bytes for placement decisions.
+ *
+ * A ChaCha20 keystream, keyed from getrandom(2) once per process and once
+ * per pool, fills a 256-byte buffer per pool; the allocator consumes it a
+ * byte at a time (om_rbyte) under the pool lock.  Fast path: a buffer
+ * index increment.  Invariant: no two pools share a key.
+ */
+#include "internal.h"
+
+#include <sys/random.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+static struct om_rng global_rng;
+static pthread_mutex_t global_mtx = PTHREAD_MUTEX_INITIALIZER;
+
+#define ROTL(v, n) (((v) << (n)) | ((v) >> (32 - (n))))
+#define QR(a, b, c, d)                                                       \
+	do {                                                                 \
+		a += b; d ^= a; d = ROTL(d, 16);                             \
+		c += d; b ^= c; b = ROTL(b, 12);                             \
+		a += b; d ^= a; d = ROTL(d, 8);                              \
+		c += d; b ^= c; b = ROTL(b, 7);                              \
+	} while (0)
+
+static void
+chacha_block(struct om_rng *r, uint8_t out[64])
+{
+	uint32_t in[16], x[16];
+	int i;
+
+	in[0] = 0x61707865;
+	in[1] = 0x3320646e;
+	in[2] = 0x79622d32;
+	in[3] = 0x6b206574;
+	for (i = 0; i < 8; i++)
+		in[4 + i] = r->key[i];
+	in[12] = r->counter++;
+	in[13] = r->nonce[0];
+	in[14] = r->nonce[1];
+	in[15] = r->nonce[2];
+	if (r->counter == 0)
+		r->nonce[0]++;
+	memcpy(x, in, sizeof(x));
+	for (i = 0; i < 10; i++) {
+		QR(x[0], x[4], x[8], x[12]);
+		QR(x[1], x[5], x[9], x[13]);
+		QR(x[2], x[6], x[10], x[14]);
+		QR(x[3], x[7], x[11], x[15]);
+		QR(x[0], x[5], x[10], x[15]);
+		QR(x[1], x[6], x[11], x[12]);
+		QR(x[2], x[7], x[8], x[13]);
+		QR(x[3], x[4], x[9], x[14]);
+	}
+	for (i = 0; i < 16; i++)
+		x[i] += in[i];
+	memcpy(out, x, 64);
+}
+
+/* Refill the buffer; the first 32 bytes of every refill rekey the stream so
+ * that a later memory disclosure does not reveal earlier output. */
+void
+om_random_refill(struct om_rng *r)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(r->buf); i += 64)
+		chacha_block(r, r->buf + i);
+	memcpy(r->key, r->buf, sizeof(r->key));
+	r->pos = sizeof(r->key);
+}
+
+/* Seed the process generator from the kernel.  Returns -1 if the kernel
+ * gives no randomness at all (then the stack address and time are used:
+ * placement is still varied, and the failure is not fatal). */
+int
+om_random_global_init(void)
+{
+	uint8_t seed[48];
+	size_t got = 0;
+	int saved = errno;
+
+	while (got < sizeof(seed)) {
+		long n = syscall(SYS_getrandom, seed + got, sizeof(seed) - got,
+		    0);
+		if (n <= 0) {
+			if (n < 0 && errno == EINTR)
+				continue;
+			break;
+		}
+		got += (size_t)n;
+	}
+	if (got < sizeof(seed)) {
+		uintptr_t a = (uintptr_t)&seed ^ (uintptr_t)om_os_gettid();
+		struct timespec ts;
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		memcpy(seed, &a, sizeof(a));
+		memcpy(seed + 8, &ts, sizeof(ts));
+	}
+	memcpy(global_rng.key, seed, 32);
+	memcpy(global_rng.nonce, seed + 32, 12);
+	global_rng.counter = 0;
+	om_random_refill(&global_rng);
+	memset(seed, 0, sizeof(seed));
+	errno = saved;
+	return got == sizeof(seed) ? 0 : -1;
+}
+
+void
+om_random_buf(void *p, size_t n)
+{
+	uint8_t *o = p;
+
+	pthread_mutex_lock(&global_mtx);
+	while (n--)
+		*o++ = om_rbyte(&global_rng);
+	pthread_mutex_unlock(&global_mtx);
+}
+
+void
+om_random_seed(struct om_rng *r)
+{
+	om_random_buf(r->key, sizeof(r->key));
+	om_random_buf(r->nonce, sizeof(r->nonce));
+	r->counter = 0;
+	om_random_refill(r);
+}

@@ -1,0 +1,330 @@
+/*
+ * region.c - page regions and the hash table that finds every page we own.
+ *
+ * The table maps a page address to a region (its requested size) or to a
+ * chunk page (its chunk_info).  Open addressing with linear probing and a
+ * multiplicative hash; it doubles when a quarter is left free, and
+ * deletion shifts entries back (no tombstones), counting the moves.
+ *
+ * Regions larger than a page start on a page boundary; sizes between half
+ * a page and a page are shifted towards the page end, so that running off
+ * the end leaves the page.  The offset of the user pointer is kept in the
+ * low bits of the key.  All functions here: pool locked.
+ */
+#include "internal.h"
+
+#define HASH_MULT 0x9E3779B97F4A7C15ULL
+
+OM_INLINE size_t
+hash(const struct dir_info *d, uintptr_t page)
+{
+	return (size_t)(((page >> OM_PAGE_SHIFT) * HASH_MULT) >>
+	    d->regions_shift);
+}
+
+static int
+table_alloc(struct dir_info *d, size_t total)
+{
+	size_t len = OM_PAGEROUND(total * sizeof(struct region_info));
+	struct region_info *r = om_os_map(len, d->conceal);
+
+	if (r == NULL)
+		return -1;
+	d->r = r;
+	d->regions_total = total;
+	d->regions_free = total;
+	d->regions_shift = 64 - (unsigned int)__builtin_ctzll(total);
+	d->mapped += len;
+	return 0;
+}
+
+int
+om_region_table_init(struct dir_info *d)
+{
+	return table_alloc(d, OM_HASH_INITIAL);
+}
+
+static void
+place(struct dir_info *d, uintptr_t key, uintptr_t size, void *f)
+{
+	size_t mask = d->regions_total - 1;
+	size_t i = hash(d, key & ~(uintptr_t)OM_PAGE_MASK);
+
+	while (d->r[i].p != 0) {
+		d->insert_collisions++;
+		i = (i + 1) & mask;
+	}
+	d->r[i].p = key;
+	d->r[i].size = size;
+	d->r[i].f = f;
+	d->regions_free--;
+}
+
+static int
+grow(struct dir_info *d)
+{
+	struct region_info *old = d->r;
+	size_t oldtotal = d->regions_total, i, oldlen;
+
+	if (table_alloc(d, oldtotal * 2) != 0) {
+		d->r = old;
+		return -1;
+	}
+	for (i = 0; i < oldtotal; i++)
+		if (old[i].p != 0)
+			place(d, old[i].p, old[i].size, old[i].f);
+	oldlen = OM_PAGEROUND(oldtotal * sizeof(struct region_info));
+	om_os_unmap(old, oldlen);
+	d->mapped -= oldlen;
+	return 0;
+}
+
+/* Register a page; 0, or -1 when the table could not grow. */
+int
+om_region_insert(struct dir_info *d, uintptr_t key, uintptr_t size, void *f)
+{
+	if (d->regions_free * 4 < d->regions_total && grow(d) != 0)
+		return -1;
+	d->inserts++;
+	place(d, key, size, f);
+	return 0;
+}
+
+/* The entry of the page holding p, or NULL if this pool does not own it. */
+struct region_info *
+om_region_find(struct dir_info *d, const void *p)
+{
+	uintptr_t page = (uintptr_t)p & ~(uintptr_t)OM_PAGE_MASK;
+	size_t mask = d->regions_total - 1;
+	size_t i = hash(d, page);
+	struct region_info *r;
+
+	d->finds++;
+	for (;;) {
+		r = &d->r[i];
+		if (OM_LIKELY((r->p & ~(uintptr_t)OM_PAGE_MASK) == page))
+			return r;
+		if (r->p == 0)
+			return NULL;
+		d->find_collisions++;
+		i = (i + 1) & mask;
+	}
+}
+
+/* Remove r, shifting later entries of its probe run back into the gap. */
+void
+om_region_delete(struct dir_info *d, struct region_info *r)
+{
+	size_t mask = d->regions_total - 1;
+	size_t i = (size_t)(r - d->r), j, k;
+
+	d->deletes++;
+	d->regions_free++;
+	for (;;) {
+		d->r[i].p = 0;
+		d->r[i].size = 0;
+		d->r[i].f = NULL;
+		j = i;
+		for (;;) {
+			j = (j + 1) & mask;
+			if (d->r[j].p == 0)
+				return;
+			k = hash(d, OM_REGION_PAGE(&d->r[j]));
+			/* The entry may stay if its home lies in (i, j]. */
+			if (i <= j ? (i < k && k <= j) : (i < k || k <= j))
+				continue;
+			d->r[i] = d->r[j];
+			d->delete_moves++;
+			i = j;
+			break;
+		}
+	}
+}
+
+/* The offset of the user pointer in the first page of a region. */
+static size_t
+shift_of(size_t sz, size_t align)
+{
+	if (sz >= OM_PAGE_SIZE || align > OM_PAGE_SIZE)
+		return 0;
+	if (align < OM_MINSIZE)
+		align = OM_MINSIZE;
+	return (OM_PAGE_SIZE - sz) & ~(align - 1);
+}
+
+static void
+fill_canary(const struct region_info *r)
+{
+	char *user = (char *)OM_REGION_PAGE(r) + OM_REGION_OFFSET(r);
+	size_t end = OM_PAGEROUND(OM_REGION_OFFSET(r) + r->size);
+
+	memset(user + r->size, mopts.canary_byte,
+	    end - OM_REGION_OFFSET(r) - r->size);
+}
+
+static void
+check_canary(struct dir_info *d, const struct region_info *r)
+{
+	const char *user = (char *)OM_REGION_PAGE(r) + OM_REGION_OFFSET(r);
+	size_t end = OM_PAGEROUND(OM_REGION_OFFSET(r) + r->size);
+	size_t i;
+
+	for (i = r->size; i < end - OM_REGION_OFFSET(r); i++)
+		if ((uint8_t)user[i] != mopts.canary_byte)
+			om_fatal(d, "region canary corrupted", user);
+}
+
+/* Pages aligned to align (> a page): over-map, then trim both ends. */
+static char *
+map_aligned(struct dir_info *d, size_t len, size_t align)
+{
+	size_t total;
+	char *p, *q;
+
+	if (om_add(len, align, &total))
+		return NULL;
+	p = om_os_map(total, d->conceal);
+	if (p == NULL)
+		return NULL;
+	q = (char *)(((uintptr_t)p + align - 1) & ~(uintptr_t)(align - 1));
+	if (q != p)
+		om_os_unmap(p, (size_t)(q - p));
+	if ((size_t)(q - p) + len < total)
+		om_os_unmap(q + len, total - (size_t)(q - p) - len);
+	return q;
+}
+
+/*
+ * A page region of sz bytes (sz <= PTRDIFF_MAX, checked by the caller),
+ * aligned to align.  zero: the caller wants zeroed memory.
+ */
+void *
+om_region_alloc(struct dir_info *d, size_t sz, size_t align, int zero,
+    void *f)
+{
+	size_t off = shift_of(sz, align), len, datalen;
+	size_t guard = mopts.guard;
+	int zeroed = 0;
+	char *p;
+
+	if (om_add(sz, off, &datalen) || om_add(datalen, OM_PAGE_MASK, &len))
+		return NULL;
+	datalen = OM_PAGEROUND(datalen);
+	if (om_add(datalen, guard, &len))
+		return NULL;
+	if (align > OM_PAGE_SIZE) {
+		p = map_aligned(d, len, align);
+		zeroed = 1;
+		if (p != NULL)
+			d->mapped += len;
+	} else
+		p = om_cache_get(d, len >> OM_PAGE_SHIFT, guard != 0, &zeroed);
+	if (p == NULL)
+		return NULL;
+	if (guard && (align > OM_PAGE_SIZE || zeroed) &&
+	    om_os_guard(p + datalen, guard) != 0) {
+		om_os_unmap(p, len);
+		d->mapped -= len;
+		return NULL;
+	}
+	if (om_region_insert(d, (uintptr_t)p | off, sz, f) != 0) {
+		om_cache_put(d, p, len >> OM_PAGE_SHIFT, guard != 0);
+		return NULL;
+	}
+	d->inuse += datalen;
+	d->guarded += guard;
+	if (zero && !zeroed)
+		memset(p + off, 0, sz);
+	else if (!zero && d->junk >= 2)
+		memset(p + off, OM_JUNK_NEW, sz);
+	if (mopts.opt.chunk_canaries)
+		fill_canary(om_region_find(d, p));
+	return p + off;
+}
+
+size_t
+om_region_usable(struct region_info *r)
+{
+	if (mopts.opt.chunk_canaries)
+		return r->size;
+	return OM_PAGEROUND(OM_REGION_OFFSET(r) + r->size) -
+	    OM_REGION_OFFSET(r);
+}
+
+void
+om_region_free(struct dir_info *d, struct region_info *r, void *p, int clear,
+    size_t clearsz)
+{
+	char *page = (char *)OM_REGION_PAGE(r);
+	size_t off = OM_REGION_OFFSET(r);
+	size_t datalen = OM_PAGEROUND(off + r->size);
+	size_t guard = mopts.guard;
+
+	if (OM_UNLIKELY((char *)p != page + off))
+		om_fatal(d, "bogus pointer (double free?)", p);
+	if (mopts.opt.chunk_canaries)
+		check_canary(d, r);
+	if (clear && clearsz > 0)
+		memset(p, 0, clearsz);
+	if (d->conceal) {
+		memset(p, 0, r->size);
+		__asm__ __volatile__("" : : "r"(p) : "memory");
+	}
+	om_region_delete(d, r);
+	d->inuse -= datalen;
+	d->guarded -= guard;
+	om_cache_put(d, page, (datalen + guard) >> OM_PAGE_SHIFT, guard != 0);
+}
+
+/*
+ * Resize a region in place when possible: the same pages, fewer pages (the
+ * tail goes to the cache), or more pages mapped right behind it.  Returns
+ * p when done, NULL when the caller must move the block.
+ */
+void *
+om_region_realloc(struct dir_info *d, struct region_info *r, void *p,
+    size_t newsz)
+{
+	char *page = (char *)OM_REGION_PAGE(r);
+	size_t off = OM_REGION_OFFSET(r);
+	size_t oldlen = OM_PAGEROUND(off + r->size), newlen;
+
+	if (mopts.opt.realloc_move || d->conceal || newsz <= OM_MAXCHUNK)
+		return NULL;
+	if (off != 0 || newsz < OM_PAGE_SIZE) {
+		/* A shifted region stays only if its shift does not change. */
+		if (newsz >= OM_PAGE_SIZE || shift_of(newsz, OM_MINSIZE) != off)
+			return NULL;
+		newlen = oldlen;
+	} else
+		newlen = OM_PAGEROUND(newsz);
+	if (mopts.opt.chunk_canaries)
+		check_canary(d, r);
+
+	if (newlen < oldlen) {
+		if (mopts.guard)
+			return NULL;
+		d->cheap_realloc_tries++;
+		om_cache_put(d, page + newlen, (oldlen - newlen) >> OM_PAGE_SHIFT,
+		    0);
+		d->inuse -= oldlen - newlen;
+		d->cheap_reallocs++;
+	} else if (newlen > oldlen) {
+		if (mopts.guard)
+			return NULL;
+		d->cheap_realloc_tries++;
+		if (om_os_map_at(page + oldlen, newlen - oldlen, d->conceal) ==
+		    NULL)
+			return NULL;
+		d->mapped += newlen - oldlen;
+		d->inuse += newlen - oldlen;
+		d->cheap_reallocs++;
+		if (d->junk >= 2)
+			memset(page + off + r->size, OM_JUNK_NEW,
+			    newsz - r->size);
+	}
+	r->size = newsz;
+	if (mopts.opt.chunk_canaries)
+		fill_canary(r);
+	return p;
+}
