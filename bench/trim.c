@@ -16,11 +16,13 @@
  *     Syscalls mmap <n> munmap <n> mprotect <n> madvise <n>
  * A third dump measures what dumping itself costs, which is subtracted.
  * Under any other allocator the counts are "na" (counters=none); bench/run
- * then counts with strace instead.
+ * then counts with strace instead: the loop is bracketed by two getppid()
+ * calls, markers that let a trace be cut to exactly the loop.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 
 #include "bench.h"
 
@@ -120,6 +122,7 @@ main(int argc, char **argv)
 	    read_counters(c1) == 0)
 		counted = 1;
 
+	syscall(SYS_getppid);
 	t0 = now_ns();
 	for (i = 0; i < loops; i++) {
 		size_t len = (size_t)(mixed ? i % mod : pages) * (size_t)page;
@@ -134,6 +137,7 @@ main(int argc, char **argv)
 	for (i = 0; i < loops; i++)
 		free(keep[i]);
 	ns = now_ns() - t0;
+	syscall(SYS_getppid);
 
 	if (counted && read_counters(c2) == 0) {
 		for (i = 0; i < SC_N; i++) {
