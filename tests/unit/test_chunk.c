@@ -1,0 +1,450 @@
+/*
+ * test_chunk.c - chunk.c: size classes, slot index, random slots, the
+ * delayed-free ring, junk and canaries.
+ */
+#include "unit.h"
+
+#include <malloc.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+
+static void *
+chunk_get(struct dir_info *d, size_t sz)
+{
+	return om_chunk_alloc(d, sz, om_bucket_of(sz), NULL);
+}
+
+static void
+chunk_put(struct dir_info *d, void *p)
+{
+	struct region_info *r = om_region_find(d, p);
+
+	if (r == NULL || !OM_REGION_IS_CHUNK(r))
+		abort();
+	om_chunk_free(d, r, p, 0, 0);
+}
+
+static struct chunk_info *
+info_of(struct dir_info *d, const void *p)
+{
+	struct region_info *r = om_region_find(d, p);
+
+	return r != NULL && OM_REGION_IS_CHUNK(r) ? om_region_chunk(r) : NULL;
+}
+
+START_TEST(bucket_table)
+{
+	unsigned int b;
+	size_t sz;
+
+	unit_init();
+	ck_assert_uint_eq(om_bucket_size[OM_NBUCKETS - 1], OM_MAXCHUNK);
+	for (b = 1; b < OM_NBUCKETS; b++) {
+		ck_assert_uint_eq(om_bucket_size[b] % OM_MINSIZE, 0);
+		if (b > 1)
+			ck_assert_uint_gt(om_bucket_size[b],
+			    om_bucket_size[b - 1]);
+	}
+	/* Every size maps to the smallest bucket that holds it. */
+	for (sz = 1; sz <= OM_MAXCHUNK; sz++) {
+		b = om_bucket_of(sz);
+		ck_assert_msg(b >= 1 && b < OM_NBUCKETS, "size %zu: bucket %u",
+		    sz, b);
+		ck_assert_msg(om_bucket_size[b] >= sz, "size %zu in %u", sz,
+		    om_bucket_size[b]);
+		ck_assert_msg(b == 1 || om_bucket_size[b - 1] < sz,
+		    "size %zu: bucket %u not the smallest", sz,
+		    om_bucket_size[b]);
+	}
+}
+END_TEST
+
+START_TEST(bucket_geometry)
+{
+	unsigned int b;
+
+	unit_init();
+	for (b = 0; b < OM_NBUCKETS; b++) {
+		ck_assert_uint_eq(mopts.bucket_total[b],
+		    OM_PAGE_SIZE / om_bucket_size[b]);
+		ck_assert_uint_le(mopts.bucket_total[b], OM_MAXSLOTS);
+		ck_assert_uint_ge(mopts.info_size[b],
+		    sizeof(struct chunk_info));
+		ck_assert_uint_eq(mopts.info_size[b] % 16, 0);
+	}
+}
+END_TEST
+
+static void
+fake_info(struct chunk_info *info, unsigned int b)
+{
+	memset(info, 0, sizeof(*info));
+	info->page = (uintptr_t)0x7f0000000000ULL;
+	info->bucket = (uint16_t)b;
+	info->size = om_bucket_size[b];
+	info->total = mopts.bucket_total[b];
+	info->recip = mopts.bucket_recip[b];
+}
+
+START_TEST(index_exact)
+{
+	struct chunk_info info;
+	unsigned int b, s, off;
+
+	unit_init();
+	for (b = 0; b < OM_NBUCKETS; b++) {
+		fake_info(&info, b);
+		for (s = 0; s < info.total; s++)
+			ck_assert_uint_eq(om_chunk_index(NULL, &info,
+			    (void *)(info.page + (uintptr_t)s * info.size)), s);
+		/* The reciprocal divides every offset of the page exactly,
+		 * so no interior offset can pass for a slot start. */
+		for (off = 0; off < OM_PAGE_SIZE; off++)
+			ck_assert_msg(((uint64_t)off * info.recip >> 32) ==
+			    off / info.size, "bucket %u offset %u", info.size,
+			    off);
+	}
+}
+END_TEST
+
+struct bad_index {
+	unsigned int bucket;
+	uint32_t off;
+};
+
+static void
+do_bad_index(void *arg)
+{
+	struct bad_index *a = arg;
+	struct chunk_info info;
+
+	fake_info(&info, a->bucket);
+	om_chunk_index(NULL, &info, (void *)(info.page + a->off));
+}
+
+START_TEST(index_fatal)
+{
+	struct child c;
+	struct bad_index a;
+	unsigned int b, k;
+
+	unit_init();
+	for (b = 0; b < OM_NBUCKETS; b++) {
+		unsigned int size = om_bucket_size[b];
+		uint32_t offs[3] = { size + 1, size + size / 2,
+			(uint32_t)mopts.bucket_total[b] * size };
+
+		for (k = 0; k < 3; k++) {
+			a.bucket = b;
+			a.off = offs[k];
+			unit_run(do_bad_index, &a, &c);
+			ck_assert_fatal(&c, "malloc", "modified chunk-pointer");
+		}
+	}
+}
+END_TEST
+
+START_TEST(random_slots)
+{
+	unsigned int seen[64] = { 0 }, distinct = 0, i, inorder = 1;
+	unsigned int slots[16];
+
+	/* The first chunk of a fresh pool lands in a random slot. */
+	for (i = 0; i < 12; i++) {
+		struct dir_info *d = unit_pool();
+		char *p = chunk_get(d, 64);
+		unsigned int slot;
+
+		ck_assert_ptr_nonnull(p);
+		slot = (unsigned int)(((uintptr_t)p & OM_PAGE_MASK) / 64);
+		if (seen[slot]++ == 0)
+			distinct++;
+	}
+	ck_assert_uint_ge(distinct, 2);
+
+	/* And successive chunks of one page are not handed out in order. */
+	{
+		struct dir_info *d = unit_pool();
+
+		for (i = 0; i < 16; i++) {
+			char *p = chunk_get(d, 64);
+			ck_assert_ptr_nonnull(p);
+			slots[i] = (unsigned int)(((uintptr_t)p &
+			    OM_PAGE_MASK) / 64);
+			if (i > 0 && slots[i] != slots[i - 1] + 1)
+				inorder = 0;
+		}
+		ck_assert_msg(!inorder, "slots handed out in address order");
+	}
+}
+END_TEST
+
+START_TEST(delayed_not_reused)
+{
+	struct dir_info *d = unit_pool();
+	char *p = chunk_get(d, 32), *q;
+	unsigned int i, found = 0;
+
+	ck_assert_ptr_nonnull(p);
+	chunk_put(d, p);
+	if (d->junk)
+		for (i = 0; i < 32; i++)
+			ck_assert_uint_eq((uint8_t)p[i], OM_JUNK_FREE);
+	/* Nothing is freed meanwhile, so p stays in the ring. */
+	for (i = 0; i < 300; i++) {
+		q = chunk_get(d, 32);
+		ck_assert_ptr_nonnull(q);
+		ck_assert_ptr_ne(q, p);
+	}
+	/* Out of the ring, its slot is free again and is found. */
+	om_chunk_flush_delayed(d);
+	for (i = 0; i < 400 && !found; i++)
+		found = chunk_get(d, 32) == p;
+	ck_assert_msg(found, "a flushed slot was never reused");
+}
+END_TEST
+
+START_TEST(api_free_then_malloc)
+{
+	unsigned int i;
+
+	for (i = 0; i < 200; i++) {
+		void *volatile p = malloc(48);
+		void *volatile q;
+
+		ck_assert_ptr_nonnull(p);
+		free(p);
+		q = malloc(48);
+		ck_assert_ptr_ne(q, p);
+		free(q);
+	}
+}
+END_TEST
+
+static void
+do_api_double_free(void *arg)
+{
+	/* volatile: the compiler may not pair the calls away. */
+	char *volatile p = malloc(40);
+
+	(void)arg;
+	free(p);
+	free(p);
+}
+
+static void
+do_ring_double_free(void *arg)
+{
+	struct dir_info *d = unit_pool();
+	char *p = chunk_get(d, 100);
+
+	(void)arg;
+	chunk_put(d, p);
+	chunk_put(d, p);
+}
+
+static void
+do_late_double_free(void *arg)
+{
+	struct dir_info *d = unit_pool();
+	char *p = chunk_get(d, 100);
+
+	(void)arg;
+	chunk_put(d, p);
+	om_chunk_flush_delayed(d);
+	chunk_put(d, p);
+}
+
+START_TEST(double_free)
+{
+	struct child c;
+
+	unit_init();
+	unit_run(do_api_double_free, NULL, &c);
+	ck_assert_fatal(&c, "free", "double free");
+	unit_run(do_ring_double_free, NULL, &c);
+	ck_assert_fatal(&c, "malloc", "double free");
+	unit_run(do_late_double_free, NULL, &c);
+	ck_assert_fatal(&c, "malloc", "double free");
+}
+END_TEST
+
+static void
+do_write_after_free(void *arg)
+{
+	struct dir_info *d = unit_pool();
+	char *p = chunk_get(d, 64);
+
+	(void)arg;
+	chunk_put(d, p);
+	p[0] = 'x';
+	om_chunk_flush_delayed(d);
+}
+
+START_TEST(write_after_free)
+{
+	struct child c;
+
+	unit_init();
+	if (mopts.opt.junk == 0)
+		return;
+	unit_run(do_write_after_free, NULL, &c);
+	ck_assert_fatal(&c, "malloc", "write after free");
+}
+END_TEST
+
+static void
+do_overrun(void *arg)
+{
+	char *volatile p = malloc(20);
+
+	(void)arg;
+	((volatile char *)p)[20] = 'x';
+	free(p);
+}
+
+START_TEST(canary)
+{
+	struct child c;
+	void *volatile p = malloc(20);
+
+	ck_assert_uint_eq(malloc_usable_size(p),
+	    mopts.opt.chunk_canaries ? 20 : 32);
+	free(p);
+	unit_run(do_overrun, NULL, &c);
+	if (mopts.opt.chunk_canaries)
+		ck_assert_fatal(&c, "free", "chunk canary corrupted");
+	else
+		ck_assert_msg(WIFEXITED(c.status) && WEXITSTATUS(c.status) == 0,
+		    "status 0x%x: %s", c.status, c.out);
+}
+END_TEST
+
+static void
+do_corrupt_info(void *arg)
+{
+	struct dir_info *d = unit_pool();
+	char *p = chunk_get(d, 64);
+
+	(void)arg;
+	info_of(d, p)->canary ^= 1;
+	chunk_put(d, p);
+}
+
+START_TEST(info_canary)
+{
+	struct child c;
+	struct dir_info *d = unit_pool();
+	char *p = chunk_get(d, 64);
+	struct chunk_info *info = info_of(d, p);
+
+	ck_assert_ptr_nonnull(info);
+	ck_assert_uint_eq(info->canary,
+	    (uint32_t)(mopts.canary ^ (uintptr_t)info));
+	ck_assert_uint_eq(info->page, (uintptr_t)p & ~(uintptr_t)OM_PAGE_MASK);
+	ck_assert_uint_eq(info->size, 64);
+	unit_run(do_corrupt_info, NULL, &c);
+	ck_assert_fatal(&c, "malloc", "chunk info corrupted");
+}
+END_TEST
+
+static void
+do_touch_zero(void *arg)
+{
+	*(volatile char *)arg = 1;
+}
+
+START_TEST(malloc_zero)
+{
+	struct child c;
+	char *volatile p = malloc(0);
+	char *volatile q = malloc(0);
+
+	ck_assert_ptr_nonnull(p);
+	ck_assert_ptr_nonnull(q);
+	ck_assert_ptr_ne(p, q);
+	unit_run(do_touch_zero, p, &c);
+	ck_assert_msg(unit_signalled(&c, SIGSEGV), "status 0x%x", c.status);
+	free(p);
+	free(q);
+}
+END_TEST
+
+START_TEST(empty_page_released)
+{
+	struct dir_info *d = unit_pool();
+	char *p[4];
+	size_t regions, cached;
+	unsigned int i;
+
+	/* 2048-byte chunks: two per page, so four fill two pages. */
+	for (i = 0; i < 4; i++) {
+		p[i] = chunk_get(d, 2048);
+		ck_assert_ptr_nonnull(p[i]);
+	}
+	regions = d->regions_total - d->regions_free;
+	cached = d->cache_pages;
+	ck_assert_uint_eq(d->chunk_pages_avail[om_bucket_of(2048)], 0);
+	for (i = 0; i < 4; i++)
+		chunk_put(d, p[i]);
+	om_chunk_flush_delayed(d);
+	/* One empty page is kept, the other goes back to the cache. */
+	ck_assert_uint_eq(d->chunk_pages_avail[om_bucket_of(2048)], 1);
+	ck_assert_uint_eq(d->regions_total - d->regions_free, regions - 1);
+	ck_assert_uint_eq(d->cache_pages, cached + (d->cache_max > 0));
+	ck_assert_uint_eq(d->inuse, 0);
+}
+END_TEST
+
+START_TEST(inuse_counts)
+{
+	struct dir_info *d = unit_pool();
+	char *p = chunk_get(d, 100), *q = chunk_get(d, 1000);
+
+	ck_assert_uint_eq(d->inuse, 112 + 1024);
+	chunk_put(d, p);
+	ck_assert_uint_eq(d->inuse, 1024);
+	chunk_put(d, q);
+	ck_assert_uint_eq(d->inuse, 0);
+}
+END_TEST
+
+START_TEST(junk_new)
+{
+	struct dir_info *d = unit_pool();
+	unsigned char *p = chunk_get(d, 200);
+	unsigned int i;
+
+	if (d->junk < 2)
+		return;
+	for (i = 0; i < 200; i++)
+		ck_assert_uint_eq(p[i], OM_JUNK_NEW);
+}
+END_TEST
+
+int
+main(void)
+{
+	Suite *s = suite_create("chunk");
+	TCase *t = tcase_create("chunk");
+
+	tcase_add_test(t, bucket_table);
+	tcase_add_test(t, bucket_geometry);
+	tcase_add_test(t, index_exact);
+	tcase_add_test(t, index_fatal);
+	tcase_add_test(t, random_slots);
+	tcase_add_test(t, delayed_not_reused);
+	tcase_add_test(t, api_free_then_malloc);
+	tcase_add_test(t, double_free);
+	tcase_add_test(t, write_after_free);
+	tcase_add_test(t, canary);
+	tcase_add_test(t, info_canary);
+	tcase_add_test(t, malloc_zero);
+	tcase_add_test(t, empty_page_released);
+	tcase_add_test(t, inuse_counts);
+	tcase_add_test(t, junk_new);
+	suite_add_tcase(s, t);
+	return unit_main(s);
+}

@@ -1,0 +1,92 @@
+/* util.c - the helpers of unit.h. */
+#include "unit.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+void
+unit_run(void (*fn)(void *), void *arg, struct child *c)
+{
+	int fds[2];
+	pid_t pid;
+	ssize_t n;
+
+	memset(c, 0, sizeof(*c));
+	if (pipe(fds) != 0)
+		abort();
+	pid = fork();
+	if (pid < 0)
+		abort();
+	if (pid == 0) {
+		close(fds[0]);
+		dup2(fds[1], STDERR_FILENO);
+		close(fds[1]);
+		/* No core files from the expected crashes. */
+		signal(SIGABRT, SIG_DFL);
+		signal(SIGSEGV, SIG_DFL);
+		fn(arg);
+		_exit(0);
+	}
+	close(fds[1]);
+	while (c->len < sizeof(c->out) - 1 &&
+	    (n = read(fds[0], c->out + c->len,
+	    sizeof(c->out) - 1 - c->len)) != 0) {
+		if (n > 0)
+			c->len += (size_t)n;
+		else if (errno != EINTR)
+			break;
+	}
+	/* Drain whatever did not fit, so the child never blocks. */
+	if (c->len == sizeof(c->out) - 1) {
+		char sink[4096];
+		while (read(fds[0], sink, sizeof(sink)) > 0)
+			;
+	}
+	close(fds[0]);
+	c->out[c->len] = '\0';
+	c->pid = (long)pid;
+	while (waitpid(pid, &c->status, 0) < 0)
+		;
+}
+
+int
+unit_signalled(const struct child *c, int sig)
+{
+	return WIFSIGNALED(c->status) && WTERMSIG(c->status) == sig;
+}
+
+void
+unit_init(void)
+{
+	free(malloc(1));
+	if (!om_ready)
+		abort();
+}
+
+struct dir_info *
+unit_pool(void)
+{
+	struct dir_info *d;
+
+	unit_init();
+	/* An index past the array: never confused with a real pool. */
+	d = om_pool_create(OM_MAX_POOLS + 1, 0);
+	if (d == NULL)
+		abort();
+	return d;
+}
+
+int
+unit_main(Suite *s)
+{
+	SRunner *sr = srunner_create(s);
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
