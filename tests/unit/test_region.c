@@ -1,0 +1,435 @@
+/*
+ * test_region.c - region.c: the hash table (insert, find, backward-shift
+ * delete, growth), page regions, shifted medium regions, alignment.
+ */
+#include "unit.h"
+
+#include <malloc.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+
+/* Distinct, non-zero page addresses in a scrambled order. */
+static uintptr_t
+key_of(unsigned int i)
+{
+	return (uintptr_t)(0x10000000ULL + ((i * 2654435761u) & 0xfffffu))
+	    << OM_PAGE_SHIFT;
+}
+
+static uint64_t rng_state = 88172645463325252ULL;
+
+static unsigned int
+next_rand(unsigned int n)
+{
+	rng_state ^= rng_state << 13;
+	rng_state ^= rng_state >> 7;
+	rng_state ^= rng_state << 17;
+	return (unsigned int)(rng_state % n);
+}
+
+static size_t
+used(const struct dir_info *d)
+{
+	return d->regions_total - d->regions_free;
+}
+
+/* Every key not deleted is found with its size, every deleted one not. */
+static void
+verify(struct dir_info *d, unsigned int n, const unsigned char *gone)
+{
+	unsigned int i;
+
+	for (i = 0; i < n; i++) {
+		struct region_info *r = om_region_find(d, (void *)key_of(i));
+
+		if (gone[i]) {
+			ck_assert_msg(r == NULL, "deleted key %u found", i);
+			continue;
+		}
+		ck_assert_msg(r != NULL, "key %u lost", i);
+		ck_assert_uint_eq(OM_REGION_PAGE(r), key_of(i));
+		ck_assert_uint_eq(r->size, i + 1);
+	}
+}
+
+static void
+churn(unsigned int n, unsigned int deletes)
+{
+	struct dir_info *d = unit_pool();
+	unsigned char *gone = calloc(n, 1);
+	unsigned int *order = malloc(n * sizeof(*order));
+	unsigned int i, j;
+	size_t initial = d->regions_total;
+
+	ck_assert_ptr_nonnull(gone);
+	ck_assert_ptr_nonnull(order);
+	for (i = 0; i < n; i++)
+		ck_assert_int_eq(om_region_insert(d, key_of(i), i + 1, NULL),
+		    0);
+	ck_assert_uint_eq(used(d), n);
+	if (n * 4 > initial * 3)
+		ck_assert_uint_gt(d->regions_total, initial);
+	ck_assert_uint_ge(d->regions_free * 4, d->regions_total - 4);
+	verify(d, n, gone);
+
+	for (i = 0; i < n; i++)
+		order[i] = i;
+	for (i = n - 1; i > 0; i--) {
+		unsigned int k = next_rand(i + 1), t = order[i];
+		order[i] = order[k];
+		order[k] = t;
+	}
+	for (i = 0; i < deletes; i++) {
+		struct region_info *r;
+
+		j = order[i];
+		r = om_region_find(d, (void *)key_of(j));
+		ck_assert_ptr_nonnull(r);
+		om_region_delete(d, r);
+		gone[j] = 1;
+		if (i % 97 == 0 || i == deletes - 1)
+			verify(d, n, gone);
+	}
+	ck_assert_uint_eq(used(d), n - deletes);
+	ck_assert_uint_gt(d->delete_moves, 0);
+	if (deletes == n)
+		for (i = 0; i < d->regions_total; i++)
+			ck_assert_uint_eq(d->r[i].p, 0);
+	free(order);
+	free(gone);
+}
+
+START_TEST(table_grow_and_delete)
+{
+	churn(5000, 2500);
+}
+END_TEST
+
+START_TEST(table_dense_delete_all)
+{
+	/* Just under the growth threshold of a fresh table: long probe runs,
+	 * some wrapping around the end, all deleted in random order. */
+	churn(OM_HASH_INITIAL * 3 / 4 - 1, OM_HASH_INITIAL * 3 / 4 - 1);
+}
+END_TEST
+
+START_TEST(table_reinsert)
+{
+	struct dir_info *d = unit_pool();
+	unsigned char gone[2000] = { 0 };
+	unsigned int round, i;
+
+	for (i = 0; i < 2000; i++)
+		om_region_insert(d, key_of(i), i + 1, NULL);
+	/* Delete and insert again, many times over the same table. */
+	for (round = 0; round < 20000; round++) {
+		struct region_info *r;
+
+		i = next_rand(2000);
+		if (gone[i]) {
+			ck_assert_int_eq(om_region_insert(d, key_of(i), i + 1,
+			    NULL), 0);
+			gone[i] = 0;
+		} else {
+			r = om_region_find(d, (void *)key_of(i));
+			ck_assert_ptr_nonnull(r);
+			om_region_delete(d, r);
+			gone[i] = 1;
+		}
+	}
+	verify(d, 2000, gone);
+}
+END_TEST
+
+START_TEST(find_absent)
+{
+	struct dir_info *d = unit_pool();
+	unsigned int i;
+	struct region_info *r;
+
+	ck_assert_ptr_null(om_region_find(d, (void *)0x12345000));
+	for (i = 0; i < 1000; i += 2)
+		om_region_insert(d, key_of(i), i + 1, NULL);
+	for (i = 1; i < 1000; i += 2)
+		ck_assert_ptr_null(om_region_find(d, (void *)key_of(i)));
+	/* Any address inside a registered page finds that page. */
+	r = om_region_find(d, (void *)(key_of(10) + 123));
+	ck_assert_ptr_nonnull(r);
+	ck_assert_uint_eq(r->size, 11);
+	ck_assert_ptr_null(om_region_find(d, (void *)(key_of(10) +
+	    OM_PAGE_SIZE)));
+}
+END_TEST
+
+START_TEST(shifted_medium)
+{
+	struct dir_info *d = unit_pool();
+	size_t sz;
+
+	for (sz = OM_MAXCHUNK + 1; sz <= OM_PAGE_SIZE + 16; sz += 7) {
+		char *p = om_region_alloc(d, sz, 0, 0, NULL);
+		uintptr_t end;
+		struct region_info *r;
+
+		ck_assert_ptr_nonnull(p);
+		end = (uintptr_t)p + sz;
+		ck_assert_uint_eq((uintptr_t)p % OM_MINSIZE, 0);
+		if (sz < OM_PAGE_SIZE)
+			ck_assert_msg(OM_PAGEROUND(end) - end < 16,
+			    "size %zu ends %zu bytes before the page end", sz,
+			    (size_t)(OM_PAGEROUND(end) - end));
+		else
+			ck_assert_uint_eq((uintptr_t)p & OM_PAGE_MASK, 0);
+		r = om_region_find(d, p);
+		ck_assert_ptr_nonnull(r);
+		ck_assert(!OM_REGION_IS_CHUNK(r));
+		ck_assert_uint_eq(r->size, sz);
+		ck_assert_uint_eq(OM_REGION_OFFSET(r),
+		    (uintptr_t)p & OM_PAGE_MASK);
+		memset(p, 0x55, sz);
+		om_region_free(d, r, p, 0, 0);
+		ck_assert_ptr_null(om_region_find(d, p));
+	}
+}
+END_TEST
+
+START_TEST(api_shifted_medium)
+{
+	size_t sz;
+
+	for (sz = 2049; sz < 4096; sz += 101) {
+		char *volatile p = malloc(sz);
+		uintptr_t end = (uintptr_t)p + sz;
+
+		ck_assert_ptr_nonnull(p);
+		ck_assert_uint_lt(OM_PAGEROUND(end) - end, 16);
+		ck_assert_uint_eq(malloc_usable_size(p),
+		    mopts.opt.chunk_canaries ? sz : (sz + 15) & ~(size_t)15);
+		free(p);
+	}
+}
+END_TEST
+
+START_TEST(alignments)
+{
+	struct dir_info *d = unit_pool();
+	size_t align, sz;
+	static const size_t sizes[] = { 3000, 5000, 70000 };
+	unsigned int k;
+
+	for (align = 32; align <= ((size_t)2 << 20); align <<= 1) {
+		for (k = 0; k < 3; k++) {
+			char *p;
+			struct region_info *r;
+
+			sz = sizes[k];
+			p = om_region_alloc(d, sz, align, 0, NULL);
+			ck_assert_ptr_nonnull(p);
+			ck_assert_msg((uintptr_t)p % align == 0,
+			    "%p not aligned to %zu", (void *)p, align);
+			memset(p, 1, sz);
+			r = om_region_find(d, p);
+			ck_assert_ptr_nonnull(r);
+			om_region_free(d, r, p, 0, 0);
+		}
+	}
+}
+END_TEST
+
+START_TEST(api_alignments)
+{
+	static const size_t sizes[] = { 1, 100, 2048, 3000, 5000, 100000 };
+	size_t align;
+	unsigned int k;
+
+	for (align = 8; align <= ((size_t)1 << 20); align <<= 1) {
+		for (k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
+			void *p = NULL;
+
+			ck_assert_int_eq(posix_memalign(&p, align, sizes[k]),
+			    0);
+			ck_assert_msg((uintptr_t)p % align == 0,
+			    "%p size %zu not aligned to %zu", p, sizes[k],
+			    align);
+			ck_assert_uint_ge(malloc_usable_size(p), sizes[k]);
+			memset(p, 2, sizes[k]);
+			free(p);
+		}
+	}
+}
+END_TEST
+
+START_TEST(zeroed_on_reuse)
+{
+	struct dir_info *d = unit_pool();
+	unsigned int round;
+	size_t i;
+
+	for (round = 0; round < 4; round++) {
+		unsigned char *p = om_region_alloc(d, 3 * OM_PAGE_SIZE, 0, 1,
+		    NULL);
+
+		ck_assert_ptr_nonnull(p);
+		for (i = 0; i < 3 * OM_PAGE_SIZE; i++)
+			ck_assert_uint_eq(p[i], 0);
+		memset(p, 0x55, 3 * OM_PAGE_SIZE);
+		om_region_free(d, om_region_find(d, p), p, 0, 0);
+	}
+}
+END_TEST
+
+START_TEST(accounting)
+{
+	struct dir_info *d = unit_pool();
+	char *p = om_region_alloc(d, 10000, 0, 0, NULL);
+	size_t guard = mopts.guard;
+
+	ck_assert_ptr_nonnull(p);
+	ck_assert_uint_eq(d->inuse, 3 * OM_PAGE_SIZE);
+	ck_assert_uint_eq(d->guarded, guard);
+	om_region_free(d, om_region_find(d, p), p, 0, 0);
+	ck_assert_uint_eq(d->inuse, 0);
+	ck_assert_uint_eq(d->guarded, 0);
+}
+END_TEST
+
+START_TEST(realloc_in_place)
+{
+	struct dir_info *d = unit_pool();
+	char *p = om_region_alloc(d, 5 * OM_PAGE_SIZE, 0, 0, NULL), *q;
+	struct region_info *r = om_region_find(d, p);
+
+	ck_assert_ptr_nonnull(r);
+	memset(p, 0x33, 3 * OM_PAGE_SIZE);
+	q = om_region_realloc(d, r, p, 3 * OM_PAGE_SIZE);
+	if (mopts.guard || mopts.opt.realloc_move) {
+		ck_assert_ptr_null(q);
+		return;
+	}
+	ck_assert_ptr_eq(q, p);
+	ck_assert_uint_eq(d->cheap_reallocs, 1);
+	ck_assert_uint_eq(d->cheap_realloc_tries, 1);
+	ck_assert_uint_eq(om_region_find(d, p)->size, 3 * OM_PAGE_SIZE);
+	ck_assert_uint_eq(d->inuse, 3 * OM_PAGE_SIZE);
+	ck_assert_uint_eq((uint8_t)p[3 * OM_PAGE_SIZE - 1], 0x33);
+	/* The same page count: nothing to do, still in place. */
+	q = om_region_realloc(d, om_region_find(d, p), p,
+	    3 * OM_PAGE_SIZE - 100);
+	ck_assert_ptr_eq(q, p);
+	ck_assert_uint_eq(om_region_find(d, p)->size, 3 * OM_PAGE_SIZE - 100);
+	/* Small sizes always move. */
+	ck_assert_ptr_null(om_region_realloc(d, om_region_find(d, p), p,
+	    OM_MAXCHUNK));
+}
+END_TEST
+
+static void
+do_bogus(void *arg)
+{
+	struct dir_info *d = unit_pool();
+	char *p = om_region_alloc(d, 3 * OM_PAGE_SIZE, 0, 0, NULL);
+
+	(void)arg;
+	om_region_free(d, om_region_find(d, p), p + 16, 0, 0);
+}
+
+static void
+do_api_interior(void *arg)
+{
+	char *volatile p = malloc(3 * OM_PAGE_SIZE);
+
+	(void)arg;
+	free(p + OM_PAGE_SIZE);
+}
+
+static void
+do_api_double(void *arg)
+{
+	char *volatile p = malloc(5 * OM_PAGE_SIZE);
+
+	(void)arg;
+	free(p);
+	free(p);
+}
+
+START_TEST(bogus_pointers)
+{
+	struct child c;
+	char want[64];
+
+	unit_init();
+	unit_run(do_bogus, NULL, &c);
+	ck_assert_fatal(&c, "malloc", "bogus pointer (double free?)");
+	unit_run(do_api_interior, NULL, &c);
+	ck_assert_fatal(&c, "free", "bogus pointer (double free?)");
+	unit_run(do_api_double, NULL, &c);
+	ck_assert_fatal(&c, "free", "bogus pointer (double free?)");
+	/* The pointer is printed. */
+	snprintf(want, sizeof(want), "(double free?) 0x");
+	ck_assert_ptr_nonnull(strstr(c.out, want));
+}
+END_TEST
+
+static void
+do_region_overrun(void *arg)
+{
+	char *volatile p = malloc(5000);
+
+	(void)arg;
+	((volatile char *)p)[5000] = 'x';
+	free(p);
+}
+
+static void
+do_guard_overrun(void *arg)
+{
+	struct dir_info *d = unit_pool();
+	char *p = om_region_alloc(d, 2 * OM_PAGE_SIZE, 0, 0, NULL);
+
+	(void)arg;
+	((volatile char *)p)[2 * OM_PAGE_SIZE] = 'x';
+}
+
+START_TEST(region_canary_and_guard)
+{
+	struct child c;
+
+	unit_init();
+	unit_run(do_region_overrun, NULL, &c);
+	if (mopts.opt.chunk_canaries)
+		ck_assert_fatal(&c, "free", "region canary corrupted");
+	else
+		ck_assert_msg(WIFEXITED(c.status) && WEXITSTATUS(c.status) == 0,
+		    "status 0x%x: %s", c.status, c.out);
+	if (mopts.guard) {
+		unit_run(do_guard_overrun, NULL, &c);
+		ck_assert_msg(unit_signalled(&c, SIGSEGV),
+		    "guard page did not fault: status 0x%x", c.status);
+	}
+}
+END_TEST
+
+int
+main(void)
+{
+	Suite *s = suite_create("region");
+	TCase *t = tcase_create("region");
+
+	tcase_add_test(t, table_grow_and_delete);
+	tcase_add_test(t, table_dense_delete_all);
+	tcase_add_test(t, table_reinsert);
+	tcase_add_test(t, find_absent);
+	tcase_add_test(t, shifted_medium);
+	tcase_add_test(t, api_shifted_medium);
+	tcase_add_test(t, alignments);
+	tcase_add_test(t, api_alignments);
+	tcase_add_test(t, zeroed_on_reuse);
+	tcase_add_test(t, accounting);
+	tcase_add_test(t, realloc_in_place);
+	tcase_add_test(t, bogus_pointers);
+	tcase_add_test(t, region_canary_and_guard);
+	suite_add_tcase(s, t);
+	return unit_main(s);
+}
