@@ -32,7 +32,9 @@ fail(const char *what)
 static int
 check_malloc0(void)
 {
-	volatile char *z = malloc(0), *z2 = malloc(0);
+	/* Volatile pointers: the compiler must not reason about the read. */
+	char *volatile z = malloc(0);
+	char *volatile z2 = malloc(0);
 	pid_t pid;
 	int status;
 
@@ -44,7 +46,7 @@ check_malloc0(void)
 	if (pid == -1)
 		return fail("fork failed");
 	if (pid == 0) {
-		char c = z[0];
+		volatile char c = z[0];
 		(void)c;
 		_exit(3);
 	}
@@ -54,8 +56,8 @@ check_malloc0(void)
 	    (WTERMSIG(status) != SIGSEGV && WTERMSIG(status) != SIGBUS))
 		return fail("reading malloc(0) memory did not fault: "
 			    "glibc's malloc is in use");
-	free((void *)z);
-	free((void *)z2);
+	free(z);
+	free(z2);
 	return 0;
 }
 
