@@ -1,0 +1,391 @@
+/*
+ * test_cache.c - cache.c: the free-page cache (no system call in a steady
+ * loop, eviction, trim, splitting, batching) and junk fill and validation.
+ */
+#include "unit.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* 1 if no page of [p, p + npages) is mapped any more. */
+static int
+unmapped(const void *p, size_t npages)
+{
+	unsigned char vec[256];
+	size_t i;
+
+	for (i = 0; i < npages; i++)
+		if (mincore((char *)p + i * OM_PAGE_SIZE, OM_PAGE_SIZE,
+		    vec) == 0 || errno != ENOMEM)
+			return 0;
+	return 1;
+}
+
+static int
+cached(const struct dir_info *d, const void *p)
+{
+	unsigned int i;
+
+	for (i = 0; i < d->cache_used; i++)
+		if (d->cache[i].p == (uintptr_t)p)
+			return 1;
+	return 0;
+}
+
+/* Pages of our own, handed to the cache as if a region was freed. */
+static void *
+own_pages(struct dir_info *d, size_t npages)
+{
+	void *p = om_os_map(npages * OM_PAGE_SIZE, 0);
+
+	ck_assert_ptr_nonnull(p);
+	d->mapped += npages * OM_PAGE_SIZE;
+	return p;
+}
+
+static void
+loop(size_t sz, unsigned int n)
+{
+	unsigned int i;
+
+	for (i = 0; i < n; i++) {
+		void *volatile p = malloc(sz);
+		if (p == NULL)
+			abort();
+		free(p);
+	}
+}
+
+START_TEST(steady_loop_no_syscalls)
+{
+	static const size_t sizes[] = { 64, 3000, 3 * 4096, 10 * 4096 };
+	struct om_os_counts a, b;
+	unsigned int k;
+
+	for (k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
+		size_t pages = (OM_PAGEROUND(sizes[k]) + mopts.guard) /
+		    OM_PAGE_SIZE;
+
+		/* Only a block that fits the cache can stay in it. */
+		if (sizes[k] > OM_MAXCHUNK &&
+		    pages > (size_t)mopts.opt.cache_pages)
+			continue;
+		loop(sizes[k], 200);
+		om_os_counts(&a);
+		loop(sizes[k], 2000);
+		om_os_counts(&b);
+		ck_assert_msg(a.mmap == b.mmap && a.munmap == b.munmap,
+		    "size %zu: %lu mmap, %lu munmap in a steady loop",
+		    sizes[k], b.mmap - a.mmap, b.munmap - a.munmap);
+		if (!mopts.opt.freeunmap)
+			ck_assert_msg(a.mprotect == b.mprotect &&
+			    a.madvise == b.madvise,
+			    "size %zu: %lu mprotect, %lu madvise", sizes[k],
+			    b.mprotect - a.mprotect, b.madvise - a.madvise);
+	}
+}
+END_TEST
+
+START_TEST(eviction_unmaps)
+{
+	struct dir_info *d = unit_pool();
+	struct om_os_counts a, b;
+	void *blk[12];
+	unsigned int i, incache = 0;
+
+	ck_assert_uint_eq(d->cache_max, (unsigned int)mopts.opt.cache_pages);
+	/* Map all first: a new mapping could reuse an evicted address. */
+	for (i = 0; i < 12; i++)
+		blk[i] = own_pages(d, 10);
+	om_os_counts(&a);
+	for (i = 0; i < 12; i++) {
+		om_cache_put(d, blk[i], 10, 0);
+		ck_assert_uint_le(d->cache_pages, d->cache_max);
+	}
+	om_os_counts(&b);
+	for (i = 0; i < 12; i++) {
+		if (cached(d, blk[i]))
+			incache++;
+		else
+			ck_assert_msg(unmapped(blk[i], 10),
+			    "evicted block %u still mapped", i);
+	}
+	ck_assert_uint_eq(incache, d->cache_max / 10);
+	ck_assert_uint_eq(d->cache_pages, incache * 10);
+	ck_assert_uint_ge(b.munmap - a.munmap, 12 - incache > 0 ? 1 : 0);
+	if (12 - incache > 0)
+		ck_assert_uint_gt(b.munmap, a.munmap);
+}
+END_TEST
+
+START_TEST(too_big_unmapped_at_once)
+{
+	struct dir_info *d = unit_pool();
+	size_t n = d->cache_max + 1;
+	void *p = own_pages(d, n);
+	size_t before = d->cache_pages;
+
+	om_cache_put(d, p, n, 0);
+	ck_assert(unmapped(p, n));
+	ck_assert_uint_eq(d->cache_pages, before);
+	ck_assert(!cached(d, p));
+}
+END_TEST
+
+START_TEST(trim_returns_pages)
+{
+	struct dir_info *d = unit_pool();
+	struct om_os_counts a, b;
+	char *p;
+	unsigned int i;
+
+	if (d->cache_max < 8)
+		return;
+	p = own_pages(d, 8);
+	/* Put in a scrambled order: trim must still merge them. */
+	for (i = 0; i < 8; i++)
+		om_cache_put(d, p + ((i * 5) % 8) * OM_PAGE_SIZE, 1, 0);
+	ck_assert_uint_eq(d->cache_pages, 8);
+	ck_assert_uint_eq(d->cache_used, 8);
+	om_os_counts(&a);
+	ck_assert_uint_eq(om_cache_trim(d), 8);
+	om_os_counts(&b);
+	ck_assert_uint_eq(d->cache_pages, 0);
+	ck_assert_uint_eq(d->cache_used, 0);
+	ck_assert(unmapped(p, 8));
+	/* Eight adjacent pages go back in one call. */
+	ck_assert_uint_eq(b.munmap - a.munmap, 1);
+	ck_assert_uint_eq(om_cache_trim(d), 0);
+}
+END_TEST
+
+START_TEST(split_larger_entry)
+{
+	struct dir_info *d = unit_pool();
+	char *p, *q, *r;
+	int z = -1;
+
+	if (d->cache_max < 8)
+		return;
+	p = own_pages(d, 8);
+	om_cache_put(d, p, 8, 0);
+	q = om_cache_get(d, 2, 0, &z);
+	ck_assert_ptr_eq(q, p);
+	ck_assert_int_eq(z, 0);
+	ck_assert_uint_eq(d->cache_pages, 6);
+	memset(q, 1, 2 * OM_PAGE_SIZE);
+	r = om_cache_get(d, 6, 0, &z);
+	ck_assert_ptr_eq(r, p + 2 * OM_PAGE_SIZE);
+	memset(r, 1, 6 * OM_PAGE_SIZE);
+	ck_assert_uint_eq(d->cache_pages, 0);
+}
+END_TEST
+
+START_TEST(single_pages_batched)
+{
+	struct dir_info *d = unit_pool();
+	struct om_os_counts a, b;
+	unsigned int i;
+	int z;
+
+	if (d->cache_max < 16)
+		return;
+	om_os_counts(&a);
+	for (i = 0; i < 16; i++) {
+		char *p = om_cache_get(d, 1, 0, &z);
+		ck_assert_ptr_nonnull(p);
+		ck_assert_int_eq(z, 1);
+		memset(p, 1, OM_PAGE_SIZE);
+	}
+	om_os_counts(&b);
+	ck_assert_uint_eq(b.mmap - a.mmap, 1);
+}
+END_TEST
+
+START_TEST(guarded_entries_apart)
+{
+	struct dir_info *d = unit_pool();
+	char *p = own_pages(d, 3), *q;
+	int z;
+
+	if (d->cache_max < 3)
+		return;
+	om_os_guard(p + 2 * OM_PAGE_SIZE, OM_PAGE_SIZE);
+	om_cache_put(d, p, 3, 1);
+	q = om_cache_get(d, 3, 0, &z);
+	ck_assert_ptr_ne(q, p);
+	ck_assert_int_eq(z, 1);
+	q = om_cache_get(d, 3, 1, &z);
+	ck_assert_ptr_eq(q, p);
+	memset(q, 1, 2 * OM_PAGE_SIZE);
+}
+END_TEST
+
+START_TEST(junk_fill)
+{
+	struct dir_info *d = unit_pool();
+	uint64_t *p = own_pages(d, 2);
+	size_t i, words = 2 * OM_PAGE_SIZE / 8;
+	int z;
+
+	if (d->cache_max < 2)
+		return;
+	om_cache_put(d, p, 2, 0);
+	if (!mopts.opt.freeunmap) {
+		if (d->junk == 0) {
+			for (i = 0; i < words; i++)
+				ck_assert_uint_eq(p[i], 0);
+		} else if (mopts.junk_validate_full) {
+			for (i = 0; i < words; i++)
+				ck_assert_uint_eq(p[i], OM_JUNK_FREE64);
+		} else {
+			/* Sparse: four words of the first page. */
+			size_t n = 0;
+			for (i = 0; i < words; i++)
+				n += p[i] == OM_JUNK_FREE64;
+			ck_assert_uint_eq(n, 4);
+			ck_assert_uint_eq(p[0], OM_JUNK_FREE64);
+			for (i = OM_PAGE_SIZE / 8; i < words; i++)
+				ck_assert_uint_eq(p[i], 0);
+		}
+	} else {
+		ck_assert(d->cache[d->cache_used - 1].noaccess);
+	}
+	/* Reuse validates and hands the pages out, not known to be zero. */
+	ck_assert_ptr_eq(om_cache_get(d, 2, 0, &z), p);
+	ck_assert_int_eq(z, 0);
+	p[0] = 1;
+	p[words - 1] = 1;
+}
+END_TEST
+
+static void
+do_write_cached(void *arg)
+{
+	struct dir_info *d = unit_pool();
+	int z, trim = *(int *)arg;
+	uint64_t *p = om_cache_get(d, 2, 0, &z);
+
+	om_cache_put(d, p, 2, 0);
+	p[0] = 0x4141414141414141ULL;
+	if (trim)
+		om_cache_trim(d);
+	else
+		om_cache_get(d, 2, 0, &z);
+}
+
+START_TEST(write_after_free_detected)
+{
+	struct child c;
+	int trim;
+
+	unit_init();
+	if (mopts.opt.junk == 0 || mopts.opt.cache_pages < 2)
+		return;
+	for (trim = 0; trim < 2; trim++) {
+		unit_run(do_write_cached, &trim, &c);
+		if (mopts.opt.freeunmap)
+			ck_assert_msg(unit_signalled(&c, SIGSEGV),
+			    "write into a PROT_NONE cached page: 0x%x",
+			    c.status);
+		else
+			ck_assert_fatal(&c, "malloc", "write after free");
+	}
+}
+END_TEST
+
+static void
+do_api_write_cached(void *arg)
+{
+	char *volatile p = malloc(5 * OM_PAGE_SIZE);
+	char *volatile q;
+
+	(void)arg;
+	free(p);
+	((volatile char *)p)[0] = 'x';
+	/* Other cached entries may be taken first; try until p is. */
+	for (;;) {
+		q = malloc(5 * OM_PAGE_SIZE);
+		if (q == p)
+			break;
+	}
+}
+
+START_TEST(api_write_after_free)
+{
+	struct child c;
+
+	unit_init();
+	if (mopts.opt.junk == 0 || mopts.opt.cache_pages < 5)
+		return;
+	unit_run(do_api_write_cached, NULL, &c);
+	if (mopts.opt.freeunmap)
+		ck_assert(unit_signalled(&c, SIGSEGV));
+	else
+		ck_assert_fatal(&c, "malloc", "write after free");
+}
+END_TEST
+
+static void
+do_junk_validate(void *arg)
+{
+	uint64_t w[64];
+
+	memset(w, OM_JUNK_FREE, sizeof(w));
+	w[*(int *)arg] ^= 0x100;
+	om_junk_validate(NULL, 1, w, sizeof(w));
+}
+
+START_TEST(junk_helpers)
+{
+	uint64_t w[64];
+	unsigned char *b = (unsigned char *)w;
+	struct child c;
+	size_t i;
+	int k;
+
+	unit_init();
+	memset(w, 0, sizeof(w));
+	om_junk_free(0, w, sizeof(w));
+	for (i = 0; i < sizeof(w); i++)
+		ck_assert_uint_eq(b[i], 0);
+	om_junk_free(2, w, sizeof(w) - 3);
+	for (i = 0; i < sizeof(w); i++)
+		ck_assert_uint_eq(b[i], i < sizeof(w) - 3 ? OM_JUNK_FREE : 0);
+	memset(w, 0, sizeof(w));
+	om_junk_free(1, w, sizeof(w));
+	om_junk_validate(NULL, 0, w, sizeof(w));
+	memset(w, OM_JUNK_FREE, sizeof(w));
+	om_junk_validate(NULL, 1, w, sizeof(w));
+	/* A full check finds a change in any word. */
+	for (k = 0; k < 64; k += 21) {
+		unit_run(do_junk_validate, &k, &c);
+		ck_assert_fatal(&c, "malloc", "write after free");
+	}
+}
+END_TEST
+
+int
+main(void)
+{
+	Suite *s = suite_create("cache");
+	TCase *t = tcase_create("cache");
+
+	tcase_add_test(t, steady_loop_no_syscalls);
+	tcase_add_test(t, eviction_unmaps);
+	tcase_add_test(t, too_big_unmapped_at_once);
+	tcase_add_test(t, trim_returns_pages);
+	tcase_add_test(t, split_larger_entry);
+	tcase_add_test(t, single_pages_batched);
+	tcase_add_test(t, guarded_entries_apart);
+	tcase_add_test(t, junk_fill);
+	tcase_add_test(t, write_after_free_detected);
+	tcase_add_test(t, api_write_after_free);
+	tcase_add_test(t, junk_helpers);
+	suite_add_tcase(s, t);
+	return unit_main(s);
+}
