@@ -175,6 +175,66 @@ class Normal(Base):
         self.assertEqual(out.count("(no difference)"), 5)
 
 
+class RealFormat(Base):
+    """Dumps written by the library itself (MALLOC_OPTIONS=D and DV)."""
+
+    def test_real(self):
+        d = json.loads(self.ok("json", fx("real.out")))
+        self.assertEqual(d["prog"], "omdump_prog_leaks")
+        self.assertEqual(d["options"]["M"], 8)
+        self.assertEqual([p["pool"] for p in d["pools"]],
+                         [str(i) for i in range(8)] + ["conceal"])
+        p1 = d["pools"][1]
+        self.assertEqual((p1["in_use"], p1["cached_pages"], p1["finds"],
+                          p1["pool_searches"], p1["lock_total"]),
+                         (41984, 22, 107, 100, 221))
+        self.assertEqual(p1["chunks"][0],
+                         {"size": 48, "free": 85, "total": 85, "pages": 1})
+        self.assertEqual(len(p1["chunks"]), 16)
+        self.assertEqual(p1["extra"], [])
+        self.assertEqual(d["leaks"], [
+            {"site": "omdump_prog_leaks+0x11db",
+             "object": "omdump_prog_leaks", "offset": "0x11db",
+             "bytes": 21000, "count": 7, "avg": 3000},
+            {"site": "omdump_prog_leaks+0x1186",
+             "object": "omdump_prog_leaks", "offset": "0x1186",
+             "bytes": 13312, "count": 13, "avg": 1024}])
+
+    def test_real_verbose(self):
+        d = json.loads(self.ok("json", fx("real-verbose.out")))
+        self.assertEqual(len(d["pools"]), 9)
+        p7 = d["pools"][7]
+        self.assertEqual((p7["in_use"], p7["cached_pages"]), (41984, 6))
+        self.assertIn("Hash table:", p7["extra"])
+        self.assertIn("cache 0: 0x7ff5feffa000 1 pages", p7["extra"])
+        self.assertEqual(d["total"]["leak_bytes"], 34312)
+
+    def test_real_leaks_unresolved(self):
+        out = self.ok("leaks", "-n", fx("real.out"))
+        self.assertEqual([l.split() for l in out.splitlines()[2:4]], [
+            ["omdump_prog_leaks+0x11db", "21000", "7", "3000"],
+            ["omdump_prog_leaks+0x1186", "13312", "13", "1024"]])
+
+    def test_dropped(self):
+        # A full leak table makes the library add a line the rows miss.
+        with open(fx("real.out")) as f:
+            text = f.read()
+        text = text.replace("******** End", "(5 allocations not listed: "
+                            "table full)\n******** End")
+        path = os.path.join(os.environ.get("TMPDIR", "/tmp"),
+                            "omdump-dropped-%d.out" % os.getpid())
+        with open(path, "w") as f:
+            f.write(text)
+        try:
+            d = json.loads(self.ok("json", path))
+            self.assertEqual(d["leaks_dropped"], 5)
+            self.assertEqual(len(d["leaks"]), 2)
+            out = self.ok("leaks", "-n", path)
+            self.assertIn("and 5 allocations the dump did not list", out)
+        finally:
+            os.unlink(path)
+
+
 class Multi(Base):
     def test_last_by_default(self):
         d = json.loads(self.ok("json", fx("multi.out")))

@@ -89,7 +89,9 @@ def case_leaks(od, prog, args, tmp):
               for l in d["leaks"])))
     # The sites resolve to the two functions when addr2line is present.
     if shutil.which("addr2line"):
-        text = omdump(od, "leaks", dump_file)
+        # The dump names objects without their directory.
+        text = omdump(od, "leaks", "--dir", os.path.dirname(prog),
+                      dump_file)
         rows = {}
         for line in text.splitlines():
             f = line.split()
