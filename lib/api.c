@@ -375,6 +375,10 @@ omemalign(size_t align, size_t sz, void *f, const char *func)
 
 	if (align <= OM_MINSIZE)
 		return omalloc(sz, 0, f, func);
+	/* An aligned zero-size request gets a real (one-byte) block: the
+	 * no-access zero-size slots are only 16-byte aligned. */
+	if (sz == 0)
+		sz = 1;
 	if (sz > PTRDIFF_MAX)
 		return nomem(func);
 	d = enter(func);
