@@ -1,0 +1,158 @@
+/*
+ * test_random.c - random.c: the ChaCha20 keystream, seeding, the byte and
+ * word draws.
+ */
+#include "unit.h"
+
+#include <stdlib.h>
+
+START_TEST(chacha_known_answer)
+{
+	/* RFC 8439, 2.3.2: key 00..1f, nonce 00:00:00:09:00:00:00:4a:00:00:
+	 * 00:00, block counter 1. */
+	static const uint8_t want[64] = {
+		0x10, 0xf1, 0xe7, 0xe4, 0xd1, 0x3b, 0x59, 0x15,
+		0x50, 0x0f, 0xdd, 0x1f, 0xa3, 0x20, 0x71, 0xc4,
+		0xc7, 0xd1, 0xf4, 0xc7, 0x33, 0xc0, 0x68, 0x03,
+		0x04, 0x22, 0xaa, 0x9a, 0xc3, 0xd4, 0x6c, 0x4e,
+		0xd2, 0x82, 0x64, 0x46, 0x07, 0x9f, 0xaa, 0x09,
+		0x14, 0xc2, 0xd7, 0x05, 0xd9, 0x8b, 0x02, 0xa2,
+		0xb5, 0x12, 0x9c, 0xd1, 0xde, 0x16, 0x4e, 0xb9,
+		0xcb, 0xd0, 0x83, 0xe8, 0xa2, 0x50, 0x3c, 0x4e,
+	};
+	static const uint8_t nonce[12] = { 0, 0, 0, 9, 0, 0, 0, 0x4a, 0, 0,
+		0, 0 };
+	struct om_rng r;
+	uint8_t key[32];
+	unsigned int i;
+
+	for (i = 0; i < 32; i++)
+		key[i] = (uint8_t)i;
+	memset(&r, 0, sizeof(r));
+	memcpy(r.key, key, sizeof(key));
+	memcpy(r.nonce, nonce, sizeof(nonce));
+	r.counter = 1;
+	om_random_refill(&r);
+	ck_assert(memcmp(r.buf, want, sizeof(want)) == 0);
+	/* Four blocks per refill; the first 32 bytes become the next key
+	 * and are never handed out. */
+	ck_assert_uint_eq(r.counter, 5);
+	ck_assert(memcmp(r.key, r.buf, sizeof(r.key)) == 0);
+	ck_assert_uint_eq(r.pos, sizeof(r.key));
+}
+END_TEST
+
+START_TEST(byte_distribution)
+{
+	struct om_rng r;
+	unsigned int hist[256] = { 0 }, i, min = ~0u, max = 0;
+	const unsigned int n = 256 * 64;
+
+	unit_init();
+	om_random_seed(&r);
+	for (i = 0; i < n; i++)
+		hist[om_rbyte(&r)]++;
+	for (i = 0; i < 256; i++) {
+		if (hist[i] < min)
+			min = hist[i];
+		if (hist[i] > max)
+			max = hist[i];
+	}
+	/* 64 expected per value: far outside these bounds is broken. */
+	ck_assert_msg(min >= 20, "value drawn only %u times", min);
+	ck_assert_msg(max <= 130, "value drawn %u times", max);
+}
+END_TEST
+
+START_TEST(bytes_used_once)
+{
+	struct om_rng r;
+	uint8_t copy[256];
+	unsigned int i;
+
+	unit_init();
+	om_random_seed(&r);
+	ck_assert_uint_eq(r.pos, 32);
+	memcpy(copy, r.buf, sizeof(copy));
+	for (i = 32; i < 256; i++)
+		ck_assert_uint_eq(om_rbyte(&r), copy[i]);
+	/* The buffer is exhausted: the next draw refills it. */
+	(void)om_rbyte(&r);
+	ck_assert_uint_eq(r.pos, 33);
+	ck_assert(memcmp(copy, r.buf, sizeof(copy)) != 0);
+}
+END_TEST
+
+START_TEST(word_draws)
+{
+	struct om_rng r;
+	unsigned int lo = 0, hi = 0, i;
+
+	unit_init();
+	om_random_seed(&r);
+	for (i = 0; i < 4096; i++) {
+		uint16_t w = om_rword(&r);
+		lo |= 1u << (w & 31);
+		hi |= 1u << (w >> 11);
+		ck_assert_uint_le(r.pos, sizeof(r.buf));
+	}
+	ck_assert_uint_eq(lo, 0xffffffffu);
+	ck_assert_uint_eq(hi, 0xffffffffu);
+}
+END_TEST
+
+START_TEST(generators_differ)
+{
+	struct om_rng a, b;
+	uint8_t x[64], y[64];
+	unsigned int i;
+
+	unit_init();
+	om_random_seed(&a);
+	om_random_seed(&b);
+	ck_assert(memcmp(a.key, b.key, sizeof(a.key)) != 0);
+	for (i = 0; i < sizeof(x); i++) {
+		x[i] = om_rbyte(&a);
+		y[i] = om_rbyte(&b);
+	}
+	ck_assert(memcmp(x, y, sizeof(x)) != 0);
+	om_random_buf(x, sizeof(x));
+	om_random_buf(y, sizeof(y));
+	ck_assert(memcmp(x, y, sizeof(x)) != 0);
+}
+END_TEST
+
+START_TEST(pools_have_own_keys)
+{
+	struct dir_info *a = unit_pool(), *b = unit_pool();
+
+	ck_assert(memcmp(a->rng.key, b->rng.key, sizeof(a->rng.key)) != 0);
+	ck_assert(memcmp(mopts.pools[0]->rng.buf, a->rng.buf,
+	    sizeof(a->rng.buf)) != 0);
+}
+END_TEST
+
+START_TEST(global_init_keeps_errno)
+{
+	errno = 4242;
+	ck_assert_int_eq(om_random_global_init(), 0);
+	ck_assert_int_eq(errno, 4242);
+}
+END_TEST
+
+int
+main(void)
+{
+	Suite *s = suite_create("random");
+	TCase *t = tcase_create("random");
+
+	tcase_add_test(t, chacha_known_answer);
+	tcase_add_test(t, byte_distribution);
+	tcase_add_test(t, bytes_used_once);
+	tcase_add_test(t, word_draws);
+	tcase_add_test(t, generators_differ);
+	tcase_add_test(t, pools_have_own_keys);
+	tcase_add_test(t, global_init_keeps_errno);
+	suite_add_tcase(s, t);
+	return unit_main(s);
+}
