@@ -1,0 +1,293 @@
+/*
+ * test_os.c - os.c: mappings, protection, guard pages, the read-only seal,
+ * counters, and errno left untouched by every call.
+ */
+#include "unit.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#define SENTINEL 4242
+
+static int
+mapped(const void *p)
+{
+	unsigned char v;
+
+	return mincore((void *)p, OM_PAGE_SIZE, &v) == 0;
+}
+
+static void
+do_write(void *arg)
+{
+	*(volatile char *)arg = 1;
+}
+
+static void
+do_read(void *arg)
+{
+	(void)*(volatile char *)arg;
+}
+
+static void
+expect_fault(void *p)
+{
+	struct child c;
+
+	unit_run(do_write, p, &c);
+	ck_assert_msg(unit_signalled(&c, SIGSEGV), "write: status 0x%x",
+	    c.status);
+	unit_run(do_read, p, &c);
+	ck_assert_msg(unit_signalled(&c, SIGSEGV), "read: status 0x%x",
+	    c.status);
+}
+
+static void
+expect_ok(void *p)
+{
+	struct child c;
+
+	unit_run(do_write, p, &c);
+	ck_assert_msg(WIFEXITED(c.status) && WEXITSTATUS(c.status) == 0,
+	    "status 0x%x", c.status);
+}
+
+START_TEST(map_unmap)
+{
+	struct om_os_counts a, b;
+	unsigned char *p;
+	size_t i, len = 5 * OM_PAGE_SIZE;
+
+	om_os_counts(&a);
+	p = om_os_map(len, 0);
+	om_os_counts(&b);
+	ck_assert_ptr_nonnull(p);
+	ck_assert_uint_eq((uintptr_t)p & OM_PAGE_MASK, 0);
+	ck_assert_uint_eq(b.mmap, a.mmap + 1);
+	for (i = 0; i < len; i++)
+		ck_assert_uint_eq(p[i], 0);
+	memset(p, 0xaa, len);
+	om_os_unmap(p, len);
+	om_os_counts(&a);
+	ck_assert_uint_eq(a.munmap, b.munmap + 1);
+	ck_assert(!mapped(p));
+	ck_assert(!mapped(p + len - OM_PAGE_SIZE));
+}
+END_TEST
+
+START_TEST(map_at)
+{
+	char *p = om_os_map(4 * OM_PAGE_SIZE, 0), *q;
+
+	ck_assert_ptr_nonnull(p);
+	/* Make a hole, then ask for exactly it. */
+	om_os_unmap(p + 2 * OM_PAGE_SIZE, 2 * OM_PAGE_SIZE);
+	q = om_os_map_at(p + 2 * OM_PAGE_SIZE, 2 * OM_PAGE_SIZE, 0);
+	ck_assert_ptr_eq(q, p + 2 * OM_PAGE_SIZE);
+	/* An occupied range is refused and left as it was. */
+	p[0] = 'k';
+	ck_assert_ptr_null(om_os_map_at(p, OM_PAGE_SIZE, 0));
+	ck_assert_int_eq(p[0], 'k');
+	om_os_unmap(p, 4 * OM_PAGE_SIZE);
+}
+END_TEST
+
+START_TEST(protect)
+{
+	char *p = om_os_map(2 * OM_PAGE_SIZE, 0);
+
+	ck_assert_ptr_nonnull(p);
+	ck_assert_int_eq(om_os_protect(p, OM_PAGE_SIZE, 0), 0);
+	expect_fault(p);
+	expect_ok(p + OM_PAGE_SIZE);
+	ck_assert_int_eq(om_os_protect(p, OM_PAGE_SIZE, 1), 0);
+	p[0] = 1;
+	om_os_unmap(p, 2 * OM_PAGE_SIZE);
+}
+END_TEST
+
+START_TEST(guard)
+{
+	char *p = om_os_map(3 * OM_PAGE_SIZE, 0);
+
+	ck_assert_ptr_nonnull(p);
+	memset(p, 7, 3 * OM_PAGE_SIZE);
+	ck_assert_int_eq(om_os_guard(p + OM_PAGE_SIZE, OM_PAGE_SIZE), 0);
+	expect_fault(p + OM_PAGE_SIZE);
+	expect_ok(p);
+	expect_ok(p + 2 * OM_PAGE_SIZE);
+	ck_assert_int_eq(om_os_unguard(p + OM_PAGE_SIZE, OM_PAGE_SIZE), 0);
+	/* Usable again, and zero: the old contents are gone. */
+	ck_assert_int_eq(p[OM_PAGE_SIZE], 0);
+	p[OM_PAGE_SIZE] = 1;
+	ck_assert_int_eq(p[0], 7);
+	om_os_unmap(p, 3 * OM_PAGE_SIZE);
+}
+END_TEST
+
+static int
+mseal_works(void)
+{
+	void *p = mmap(NULL, OM_PAGE_SIZE, PROT_READ,
+	    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	return p != MAP_FAILED && syscall(462, p, OM_PAGE_SIZE, 0UL) == 0;
+}
+
+START_TEST(readonly)
+{
+	char *p = om_os_map(OM_PAGE_SIZE, 0);
+
+	ck_assert_ptr_nonnull(p);
+	p[0] = 'r';
+	om_os_readonly(p, OM_PAGE_SIZE);
+	ck_assert_int_eq(p[0], 'r');
+	{
+		struct child c;
+
+		unit_run(do_write, p, &c);
+		ck_assert(unit_signalled(&c, SIGSEGV));
+	}
+	/* Sealed where the kernel can: it cannot be made writable. */
+	if (mseal_works()) {
+		ck_assert_int_ne(mprotect(p, OM_PAGE_SIZE,
+		    PROT_READ | PROT_WRITE), 0);
+		ck_assert_int_eq(errno, EPERM);
+	}
+}
+END_TEST
+
+START_TEST(conceal_dontdump)
+{
+	char *p = om_os_map(2 * OM_PAGE_SIZE, 1), line[512];
+	char *q = om_os_map(2 * OM_PAGE_SIZE, 0);
+	FILE *f = fopen("/proc/self/smaps", "r");
+	uintptr_t lo, hi, cur = 0;
+	int dd_p = -1, dd_q = -1;
+
+	ck_assert_ptr_nonnull(p);
+	ck_assert_ptr_nonnull(q);
+	if (f == NULL)
+		return;
+	while (fgets(line, sizeof(line), f) != NULL) {
+		if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2 &&
+		    strchr(line, '-') < strchr(line, ' ')) {
+			cur = (uintptr_t)p >= lo && (uintptr_t)p < hi ? 1 :
+			    (uintptr_t)q >= lo && (uintptr_t)q < hi ? 2 : 0;
+			continue;
+		}
+		if (strncmp(line, "VmFlags:", 8) == 0 && cur != 0) {
+			int dd = strstr(line, " dd") != NULL;
+			if (cur == 1)
+				dd_p = dd;
+			else
+				dd_q = dd;
+		}
+	}
+	fclose(f);
+	ck_assert_int_eq(dd_p, 1);
+	ck_assert_int_eq(dd_q, 0);
+}
+END_TEST
+
+START_TEST(errno_untouched)
+{
+	char *p, *q;
+	struct om_os_counts c;
+
+	errno = SENTINEL;
+	p = om_os_map(2 * OM_PAGE_SIZE, 0);
+	ck_assert_int_eq(errno, SENTINEL);
+	/* Failing calls too. */
+	ck_assert_ptr_null(om_os_map((size_t)1 << 62, 0));
+	ck_assert_int_eq(errno, SENTINEL);
+	ck_assert_ptr_null(om_os_map_at(p, OM_PAGE_SIZE, 0));
+	ck_assert_int_eq(errno, SENTINEL);
+	ck_assert_int_ne(om_os_protect((void *)1, OM_PAGE_SIZE, 0), 0);
+	ck_assert_int_eq(errno, SENTINEL);
+	ck_assert_int_ne(om_os_write(-1, "x", 1), 0);
+	ck_assert_int_eq(errno, SENTINEL);
+	ck_assert_int_eq(om_os_protect(p, OM_PAGE_SIZE, 0), 0);
+	ck_assert_int_eq(errno, SENTINEL);
+	ck_assert_int_eq(om_os_protect(p, OM_PAGE_SIZE, 1), 0);
+	ck_assert_int_eq(errno, SENTINEL);
+	ck_assert_int_eq(om_os_guard(p, OM_PAGE_SIZE), 0);
+	ck_assert_int_eq(errno, SENTINEL);
+	ck_assert_int_eq(om_os_unguard(p, OM_PAGE_SIZE), 0);
+	ck_assert_int_eq(errno, SENTINEL);
+	q = om_os_map(OM_PAGE_SIZE, 1);
+	ck_assert_ptr_nonnull(q);
+	ck_assert_int_eq(errno, SENTINEL);
+	om_os_unmap(q, OM_PAGE_SIZE);
+	ck_assert_int_eq(errno, SENTINEL);
+	om_os_unmap(p, 2 * OM_PAGE_SIZE);
+	ck_assert_int_eq(errno, SENTINEL);
+	ck_assert_int_eq(om_os_write(STDERR_FILENO, "", 0), 0);
+	om_os_counts(&c);
+	ck_assert_int_gt(om_os_gettid(), 0);
+	ck_assert_int_gt(om_os_getpid(), 0);
+	ck_assert_int_eq(errno, SENTINEL);
+	p = om_os_map(OM_PAGE_SIZE, 0);
+	om_os_readonly(p, OM_PAGE_SIZE);
+	ck_assert_int_eq(errno, SENTINEL);
+}
+END_TEST
+
+START_TEST(counters)
+{
+	struct om_os_counts a, b;
+	char *p;
+
+	om_os_counts(&a);
+	p = om_os_map(2 * OM_PAGE_SIZE, 1);
+	om_os_protect(p, OM_PAGE_SIZE, 0);
+	om_os_protect(p, OM_PAGE_SIZE, 1);
+	om_os_unmap(p, 2 * OM_PAGE_SIZE);
+	om_os_counts(&b);
+	ck_assert_uint_eq(b.mmap - a.mmap, 1);
+	ck_assert_uint_eq(b.munmap - a.munmap, 1);
+	ck_assert_uint_eq(b.mprotect - a.mprotect, 2);
+	ck_assert_uint_ge(b.madvise - a.madvise, 1);
+}
+END_TEST
+
+START_TEST(ids_and_write)
+{
+	int fds[2];
+	char buf[64];
+	ssize_t n;
+
+	ck_assert_int_eq(om_os_getpid(), (long)getpid());
+	ck_assert_int_eq(om_os_gettid(), syscall(SYS_gettid));
+	ck_assert_int_eq(pipe(fds), 0);
+	ck_assert_int_eq(om_os_write(fds[1], "all of it", 9), 0);
+	n = read(fds[0], buf, sizeof(buf));
+	ck_assert_int_eq(n, 9);
+	ck_assert(memcmp(buf, "all of it", 9) == 0);
+	close(fds[0]);
+	close(fds[1]);
+}
+END_TEST
+
+int
+main(void)
+{
+	Suite *s = suite_create("os");
+	TCase *t = tcase_create("os");
+
+	tcase_add_test(t, map_unmap);
+	tcase_add_test(t, map_at);
+	tcase_add_test(t, protect);
+	tcase_add_test(t, guard);
+	tcase_add_test(t, readonly);
+	tcase_add_test(t, conceal_dontdump);
+	tcase_add_test(t, errno_untouched);
+	tcase_add_test(t, counters);
+	tcase_add_test(t, ids_and_write);
+	suite_add_tcase(s, t);
+	return unit_main(s);
+}
