@@ -13,7 +13,7 @@
 #define BATCH 16
 
 static pthread_barrier_t start;
-static long iterations = 60000;
+static long iterations = 200000;
 
 static void *
 hammer(void *arg)
