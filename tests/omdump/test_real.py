@@ -95,7 +95,8 @@ def case_leaks(od, prog, args, tmp):
         rows = {}
         for line in text.splitlines():
             f = line.split()
-            if len(f) >= 5 and f[1].isdigit():
+            if len(f) >= 5 and "+0x" in f[0] and f[1].isdigit() and \
+                    f[2].isdigit():
                 rows[(int(f[1]), int(f[2]))] = f[4]
         check(rows.get((13000, 13)) == "leak_small" and
               rows.get((21000, 7)) == "leak_large",
