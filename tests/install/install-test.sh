@@ -100,6 +100,14 @@ pkgconfig)
 	wait_for "$tmp/env.dump" "End dump" 1 ||
 		fail "MALLOC_OPTIONS=D wrote no dump to MALLOC_DUMP_FILE"
 
+	echo "== shared with a compiled-in malloc_options"
+	"$cc" "${cflags[@]}" -DOPTIONS='"D"' -o "$tmp/shared-opt" \
+		"$here/uses_omalloc.c" "${pc_cflags[@]}" "${pc_libs[@]}"
+	LD_LIBRARY_PATH=$libdir MALLOC_OPTIONS='' \
+		MALLOC_DUMP_FILE="$tmp/shared-global.dump" "$tmp/shared-opt"
+	wait_for "$tmp/shared-global.dump" "End dump" 1 ||
+		fail "malloc_options = \"D\" in a -lomalloc program wrote no dump"
+
 	echo "== static: $cc -static uses_omalloc.c ${pc_cflags[*]} ${pc_static[*]}"
 	"$cc" "${cflags[@]}" -static -o "$tmp/static" "$here/uses_omalloc.c" \
 		"${pc_cflags[@]}" "${pc_static[@]}"
