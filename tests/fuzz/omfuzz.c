@@ -21,6 +21,8 @@
  * same program runs against glibc, with stand-ins for the OpenBSD
  * extensions, which is how the harness itself is checked under valgrind.
  *
+ * OMFUZZ_TRACE in the environment prints each operation on stderr before
+ * it runs, which turns a crashing input into a readable reproducer.
  * OMFUZZ_VALGRIND in the environment skips the calls that must fail and
  * pvalloc, which valgrind's heap does not support.
  *
@@ -83,6 +85,12 @@ static uint32_t next_id;
 static unsigned long long nops;
 static long pagesz;
 static int valgrind_heap;
+static int trace;
+
+static const char *const op_names[16] = {"malloc", "calloc", "realloc",
+    "free", "aligned_alloc", "posix_memalign", "reallocarray",
+    "recallocarray", "freezero", "usable", "fail", "check", "conceal",
+    "realloc0", "nullarg", "pagealign"};
 
 #ifndef OMFUZZ_OMALLOC
 /*
@@ -696,6 +704,7 @@ omfuzz_run(const uint8_t *data, size_t len)
 		pagesz = sysconf(_SC_PAGESIZE);
 		/* valgrind's heap: no errno on failure, no pvalloc */
 		valgrind_heap = getenv("OMFUZZ_VALGRIND") != NULL;
+		trace = getenv("OMFUZZ_TRACE") != NULL;
 		table_init();
 	}
 	while (end - d >= 4) {
@@ -708,6 +717,11 @@ omfuzz_run(const uint8_t *data, size_t len)
 		if (omfuzz_op_len(b) == 5)
 			x = extra(&d, end);
 		nops++;
+		if (trace)
+			fprintf(stderr, "op %llu: %s variant %u slot %d (%p, %zu) "
+					"size %zu x %u\n",
+			    nops, op_names[op], variant, idx,
+			    (void *)slots[idx].p, slots[idx].size, size, x);
 		switch (op) {
 		case OP_MALLOC:
 		case OP_CALLOC:
