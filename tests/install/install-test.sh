@@ -70,7 +70,7 @@ pc_static=($(pc --static --libs))
 
 # No symbol of glibc's own malloc may be linked into a static program.
 no_glibc_malloc() {
-	if nm "$1" | grep -qw -e _int_malloc -e _int_free; then
+	if nm "$1" | grep -w -e _int_malloc -e _int_free >/dev/null; then
 		fail "$1 contains glibc's malloc (_int_malloc)"
 	fi
 }
@@ -89,8 +89,9 @@ pkgconfig)
 	echo "== shared: $cc uses_omalloc.c ${pc_cflags[*]} ${pc_libs[*]}"
 	"$cc" "${cflags[@]}" -o "$tmp/shared" "$here/uses_omalloc.c" \
 		"${pc_cflags[@]}" "${pc_libs[@]}"
-	LD_LIBRARY_PATH=$libdir ldd "$tmp/shared" |
-		grep -q "libomalloc.so.* => $libdir/" ||
+	# Whole output first: grep -q closing the pipe early would fail it.
+	deps=$(LD_LIBRARY_PATH=$libdir ldd "$tmp/shared")
+	grep -q "libomalloc.so.* => $libdir/" <<<"$deps" ||
 		fail "the shared program does not load $libdir/libomalloc.so"
 	LD_LIBRARY_PATH=$libdir MALLOC_OPTIONS='' "$tmp/shared"
 
