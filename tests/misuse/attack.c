@@ -17,6 +17,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -495,6 +496,17 @@ oom_calloc(void)
 	return 0;
 }
 
+/*
+ * The same after the allocator has started: options such as X are read at
+ * the first call, and an overflow refused before that must still obey them.
+ */
+static int
+oom_calloc_warm(void)
+{
+	free(launder(malloc(16)));
+	return oom_calloc();
+}
+
 /* --- recursion --- */
 
 static volatile sig_atomic_t handler_calls;
@@ -511,16 +523,19 @@ alarm_malloc(int sig)
  * A timer signal whose handler allocates, while the main loop spends
  * nearly all its time inside malloc and free.  Sooner or later the
  * handler lands inside the allocator; the loop is bounded by time (two
- * seconds) so that a missed detection ends instead of running forever.
+ * seconds) so that a missed detection ends instead of running forever,
+ * and the harness kills a deadlocked child.
  */
 static int
-recursion(void)
+recursion_loop(int warm)
 {
 	struct sigaction sa;
 	struct itimerval it = {{0, 100}, {0, 100}};
 	struct timespec start, now;
 	void *slots[64] = {0};
 
+	if (warm)
+		free(launder(malloc(16)));
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = alarm_malloc;
 	sigemptyset(&sa.sa_mask);
@@ -545,6 +560,15 @@ recursion(void)
 		return failed("the timer never fired");
 	return survived();
 }
+
+/* The allocator is initialised before the timer starts. */
+static int recursion(void) { return recursion_loop(1); }
+
+/*
+ * The timer runs from before the first allocation of the process, so the
+ * handler may also interrupt the allocator's initialisation.
+ */
+static int recursion_init(void) { return recursion_loop(0); }
 
 /* --- conceal (functional) --- */
 
@@ -665,7 +689,9 @@ static const struct {
 	A(realloc0_read),
 	A(oom_malloc),
 	A(oom_calloc),
+	A(oom_calloc_warm),
 	A(recursion),
+	A(recursion_init),
 	A(conceal),
 #undef A
 };

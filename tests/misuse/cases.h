@@ -128,12 +128,16 @@ static const struct misuse_case misuse_cases[] = {
 	ABORT("oom_malloc", "X", "malloc", R_OOM, 0, "malloc(SIZE_MAX / 2)"),
 	EXIT0("oom_malloc", "", "malloc(SIZE_MAX / 2) returns NULL, ENOMEM"),
 	ABORT("oom_calloc", "X", "calloc", R_OOM, 0,
-	    "calloc(SIZE_MAX / 2, 4)"),
+	    "calloc(SIZE_MAX / 2, 4) as the first call of the process"),
+	ABORT("oom_calloc_warm", "X", "calloc", R_OOM, 0,
+	    "calloc(SIZE_MAX / 2, 4) after a malloc/free"),
 	EXIT0("oom_calloc", "", "calloc(SIZE_MAX / 2, 4) returns NULL, ENOMEM"),
 
 	/* A signal handler that allocates while the allocator runs. */
 	ABORT("recursion", "", "[a-z_]+", R_RECURSE, 0,
 	    "SIGALRM handler calls malloc during a malloc/free loop"),
+	ABORT("recursion_init", "", "[a-z_]+", R_RECURSE, 0,
+	    "the same, the timer started before the first allocation"),
 
 	/* Conceal blocks work like ordinary ones. */
 	EXIT0("conceal", "", "malloc_conceal / calloc_conceal / realloc / free"),

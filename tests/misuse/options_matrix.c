@@ -21,6 +21,14 @@
 
 static uint64_t rng = 0x9e3779b97f4a7c15ULL;
 
+/* Hide a size from the compiler, which rightly warns about huge ones. */
+static size_t
+opaque(size_t n)
+{
+	__asm__ volatile("" : "+r"(n));
+	return n;
+}
+
 static uint64_t
 next_rand(uint64_t *s)
 {
@@ -37,6 +45,23 @@ static unsigned char
 pattern(const void *p, size_t i)
 {
 	return (unsigned char)(((uintptr_t)p >> 4) * 31 + i * 7 + 1);
+}
+
+/* A pattern that survives a move: keyed by the owner, not the address. */
+static void
+fill_key(unsigned char *p, size_t n, unsigned key)
+{
+	for (size_t i = 0; i < n; i++)
+		p[i] = (unsigned char)(key * 131 + i * 7 + 1);
+}
+
+static int
+intact_key(const unsigned char *p, size_t n, unsigned key)
+{
+	for (size_t i = 0; i < n; i++)
+		if (p[i] != (unsigned char)(key * 131 + i * 7 + 1))
+			return 0;
+	return 1;
 }
 
 static void
@@ -177,7 +202,7 @@ START_TEST(realloc_chains)
 	for (int i = 0; i < 100; i++)
 		ck_assert_int_eq(a[i], i);
 	errno = 0;
-	ck_assert_ptr_null(reallocarray(a, SIZE_MAX / 2, 4));
+	ck_assert_ptr_null(reallocarray(a, opaque(SIZE_MAX / 2), 4));
 	ck_assert_int_eq(errno, ENOMEM);
 	free(a);
 }
@@ -286,7 +311,7 @@ START_TEST(calloc_zeroes)
 		}
 	}
 	errno = 0;
-	ck_assert_ptr_null(calloc(SIZE_MAX / 2, 3));
+	ck_assert_ptr_null(calloc(opaque(SIZE_MAX / 2), 3));
 	ck_assert_int_eq(errno, ENOMEM);
 }
 END_TEST
@@ -333,7 +358,7 @@ cross_worker(void *arg)
 			unsigned char *p = malloc(n);
 			if (p == NULL)
 				return (void *)1;
-			fill(p, n);
+			fill_key(p, n, (unsigned)(me * PER_THREAD + i));
 			handoff[me][i] = p;
 			handoff_len[me][i] = n;
 		}
@@ -341,12 +366,13 @@ cross_worker(void *arg)
 		for (int i = 0; i < PER_THREAD; i++) {
 			unsigned char *p = handoff[prev][i];
 			size_t n = handoff_len[prev][i];
-			if (!intact(p, n))
+			unsigned key = (unsigned)(prev * PER_THREAD + i);
+			if (!intact_key(p, n, key))
 				return (void *)2;
 			/* Some are resized by the other thread first. */
 			if (i % 5 == 0) {
 				p = realloc(p, n + 50);
-				if (p == NULL || !intact(p, n))
+				if (p == NULL || !intact_key(p, n, key))
 					return (void *)3;
 			}
 			free(p);
