@@ -129,9 +129,9 @@ static const struct misuse_case misuse_cases[] = {
 	EXIT0("oom_malloc", "", "malloc(SIZE_MAX / 2) returns NULL, ENOMEM"),
 	ABORT("oom_calloc", "X", "calloc", R_OOM, 0,
 	    "calloc(SIZE_MAX / 2, 4) as the first call of the process"),
+	EXIT0("oom_calloc", "", "calloc(SIZE_MAX / 2, 4) returns NULL, ENOMEM"),
 	ABORT("oom_calloc_warm", "X", "calloc", R_OOM, 0,
 	    "calloc(SIZE_MAX / 2, 4) after a malloc/free"),
-	EXIT0("oom_calloc", "", "calloc(SIZE_MAX / 2, 4) returns NULL, ENOMEM"),
 
 	/* A signal handler that allocates while the allocator runs. */
 	ABORT("recursion", "", "[a-z_]+", R_RECURSE, 0,
