@@ -17,6 +17,7 @@
 #include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/single_threaded.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -32,7 +33,7 @@ lock_slow(struct dir_info *d)
 
 	if (mopts.opt.dump)
 		clock_gettime(CLOCK_MONOTONIC, &a);
-	pthread_mutex_lock(&d->mtx);
+	om_mutex_wait(&d->mtx);
 	d->lock_contended++;
 	if (mopts.opt.dump) {
 		clock_gettime(CLOCK_MONOTONIC, &b);
@@ -42,25 +43,66 @@ lock_slow(struct dir_info *d)
 	}
 }
 
+/* The contended acquire: spin a little (the holder is usually about to
+ * release), then mark the word 2 and sleep until woken. */
+void
+om_mutex_wait(struct om_mutex *m)
+{
+	int i;
+
+	for (i = 0; i < 200; i++) {
+		OM_CPU_RELAX();
+		if (__atomic_load_n(&m->w, __ATOMIC_RELAXED) == 0 &&
+		    om_mutex_trylock(m))
+			return;
+	}
+	__atomic_fetch_add(&m->sleepers, 1, __ATOMIC_SEQ_CST);
+	while (!om_mutex_trylock(m))
+		om_os_futex_wait(&m->w, 1, OM_MUTEX_NAP_NS);
+	__atomic_fetch_sub(&m->sleepers, 1, __ATOMIC_RELAXED);
+}
+
 /*
- * Take d's lock.  The thread marks itself busy in d first, so that a
- * signal handler entering the allocator on this thread is caught.
+ * Take d's lock.  Like OpenBSD, a process that has never had a second
+ * thread (glibc's __libc_single_threaded) takes it without an atomic
+ * instruction: nobody can contend, and the flag only changes in
+ * pthread_create, never while this thread is inside the allocator.  The
+ * thread marks itself busy in d first, so that a signal handler entering
+ * the allocator on this thread is caught.
  */
+OM_INLINE void
+lock(struct dir_info *d)
+{
+	om_self = (uint32_t)om_self | (uint64_t)(d->index + 1) << 32;
+	if (__libc_single_threaded && d->mtx.w == 0)
+		d->mtx.w = 1;
+	else if (OM_UNLIKELY(!om_mutex_trylock(&d->mtx)))
+		lock_slow(d);
+	d->lock_total++;
+	if (OM_UNLIKELY(!om_pool_ok(d)))
+		om_fatal(d, "internal struct corrupt", d);
+}
+
+OM_INLINE void
+unlock(struct dir_info *d)
+{
+	if (__libc_single_threaded)
+		d->mtx.w = 0;
+	else
+		om_mutex_unlock(&d->mtx);
+	om_self = (uint32_t)om_self;
+}
+
 void
 om_lock(struct dir_info *d)
 {
-	om_self = (uint32_t)om_self | (uint64_t)(d->index + 1) << 32;
-	if (OM_UNLIKELY(pthread_mutex_trylock(&d->mtx) != 0))
-		lock_slow(d);
-	d->lock_total++;
-	om_pool_check(d);
+	lock(d);
 }
 
 void
 om_unlock(struct dir_info *d)
 {
-	pthread_mutex_unlock(&d->mtx);
-	om_self = (uint32_t)om_self;
+	unlock(d);
 }
 
 /* ------------------------------------------------------------------ */
@@ -91,6 +133,10 @@ enter(const char *func)
 static OM_COLD OM_NOINLINE void *
 nomem(const char *func)
 {
+	/* A failure before the first allocation still honours X. */
+	if (!__atomic_load_n(&om_ready, __ATOMIC_ACQUIRE) &&
+	    OM_SELF_BUSY(om_self) == 0)
+		om_thread_init();
 	if (__atomic_load_n(&om_ready, __ATOMIC_ACQUIRE) && mopts.opt.xmalloc)
 		om_fatal_in(func, "out of memory", NULL);
 	errno = ENOMEM;
@@ -99,10 +145,28 @@ nomem(const char *func)
 
 /*
  * Find the pool that owns p and return it locked, with p's region entry.
- * The caller's own pool first, then own+1, own+2, ... (and the conceal
- * pool last); each lookup started counts in pool_searches of the caller's
- * pool, each that had to leave it in other_pool.
+ * DESIGN.md's search: the caller's own pool first, then own+1, own+2, ...
+ * and the conceal pool last, one lock at a time.  The owner hint lets the
+ * common case skip straight to the pool where that search would end; the
+ * full search runs only when the hint is stale or missing.  The owning
+ * pool counts the lookup for the caller's pool (searches_from) and, when
+ * it is not the caller's, the departure (left_from).
  */
+OM_INLINE struct dir_info *
+pool_of(unsigned int i)
+{
+	return i < mopts.npools ? mopts.pools[i] : mopts.conceal;
+}
+
+OM_INLINE struct dir_info *
+found(struct dir_info *own, struct dir_info *d)
+{
+	d->searches_from[own->index]++;
+	if (d != own)
+		d->left_from[own->index]++;
+	return d;
+}
+
 static OM_NOINLINE struct dir_info *
 findpool_slow(struct dir_info *own, const void *p, const char *func,
     struct region_info **rp)
@@ -110,17 +174,15 @@ findpool_slow(struct dir_info *own, const void *p, const char *func,
 	unsigned int i;
 	struct dir_info *d;
 
-	own->other_pool++;
-	om_unlock(own);
-	for (i = 1; i <= mopts.npools; i++) {
+	for (i = 0; i <= mopts.npools; i++) {
 		d = i < mopts.npools ?
 		    mopts.pools[(own->index + i) & mopts.pool_mask] :
 		    mopts.conceal;
-		om_lock(d);
+		lock(d);
 		d->func = func;
 		if ((*rp = om_region_find(d, p)) != NULL)
-			return d;
-		om_unlock(d);
+			return found(own, d);
+		unlock(d);
 	}
 	om_fatal_in(func, "bogus pointer (double free?)", p);
 }
@@ -129,11 +191,17 @@ OM_INLINE struct dir_info *
 findpool(struct dir_info *own, const void *p, const char *func,
     struct region_info **rp)
 {
-	om_lock(own);
-	own->func = func;
-	own->pool_searches++;
-	if (OM_LIKELY((*rp = om_region_find(own, p)) != NULL))
-		return own;
+	unsigned int h = om_region_owner_hint(p);
+	struct dir_info *d = own;
+
+	if (OM_UNLIKELY(h != 0 && h - 1 != own->index) &&
+	    (h - 1 < mopts.npools || h - 1 == OM_MAX_POOLS))
+		d = pool_of(h - 1 < mopts.npools ? h - 1 : mopts.npools);
+	lock(d);
+	d->func = func;
+	if (OM_LIKELY((*rp = om_region_find(d, p)) != NULL))
+		return found(own, d);
+	unlock(d);
 	return findpool_slow(own, p, func, rp);
 }
 
@@ -214,10 +282,10 @@ omalloc(size_t sz, int zero, void *f, const char *func)
 
 	if (OM_UNLIKELY(d == NULL))
 		return nomem(func);
-	om_lock(d);
+	lock(d);
 	d->func = func;
 	p = alloc(d, sz, zero, f);
-	om_unlock(d);
+	unlock(d);
 	if (OM_UNLIKELY(p == NULL))
 		return nomem(func);
 	return p;
@@ -249,7 +317,7 @@ free(void *p)
 		return;
 	d = findpool(enter_ptr("free", p), p, "free", &r);
 	release(d, r, p, 0, 0);
-	om_unlock(d);
+	unlock(d);
 }
 
 void cfree(void *p);
@@ -276,25 +344,25 @@ orealloc(void *p, size_t sz, void *f, const char *func)
 		 * means failure. */
 		release(d, r, p, 0, 0);
 		q = alloc(d, 0, 0, f);
-		om_unlock(d);
+		unlock(d);
 		return q != NULL ? q : nomem(func);
 	}
 	if (OM_UNLIKELY(sz > PTRDIFF_MAX)) {
-		om_unlock(d);
+		unlock(d);
 		return nomem(func);
 	}
 	if (OM_REGION_IS_CHUNK(r)) {
 		if (om_chunk_resize(d, r, p, sz)) {
-			om_unlock(d);
+			unlock(d);
 			return p;
 		}
 	} else if (om_region_realloc(d, r, p, sz) != NULL) {
-		om_unlock(d);
+		unlock(d);
 		return p;
 	}
 	oldsz = recorded_size(d, r, p);
 	q = move(d, p, oldsz, sz, 0, f, d->conceal ? oldsz : 0);
-	om_unlock(d);
+	unlock(d);
 	return q != NULL ? q : nomem(func);
 }
 
@@ -335,19 +403,25 @@ recallocarray(void *p, size_t oldn, size_t newn, size_t sz)
 		return nomem("recallocarray");
 	d = findpool(enter_ptr("recallocarray", p), p, "recallocarray", &r);
 	rec = recorded_size(d, r, p);
-	if (oldsz > rec || (mopts.opt.chunk_canaries && oldsz != rec))
+	/* As OpenBSD: never more than recorded, exact under C, and for page
+	 * regions (whose size is always exact) not under half of it. */
+	if (oldsz > rec || (mopts.opt.chunk_canaries && oldsz != rec) ||
+	    (!OM_REGION_IS_CHUNK(r) && oldsz < r->size / 2))
 		om_fatal(d, "recorded size inconsistent with old size", p);
 	if (newsz <= oldsz && newsz > oldsz / 2 && !d->conceal &&
-	    !mopts.opt.realloc_move && newsz != 0 &&
-	    (OM_REGION_IS_CHUNK(r) ? om_chunk_resize(d, r, p, newsz) :
-	    om_region_realloc(d, r, p, newsz) != NULL)) {
-		/* Shrunk in place: clear what was given up. */
+	    !mopts.opt.realloc_move && newsz != 0) {
+		/* Clear what is given up first: a shrinking region hands its
+		 * tail pages to the cache.  If the block moves after all, only
+		 * the first newsz bytes are copied. */
 		memset((char *)p + newsz, 0, oldsz - newsz);
-		om_unlock(d);
-		return p;
+		if (OM_REGION_IS_CHUNK(r) ? om_chunk_resize(d, r, p, newsz) :
+		    om_region_realloc(d, r, p, newsz) != NULL) {
+			unlock(d);
+			return p;
+		}
 	}
 	q = move(d, p, oldsz, newsz, 1, CALLER(), oldsz);
-	om_unlock(d);
+	unlock(d);
 	return q != NULL ? q : nomem("recallocarray");
 }
 
@@ -363,7 +437,7 @@ freezero(void *p, size_t sz)
 	if (sz > recorded_size(d, r, p))
 		om_fatal(d, "recorded size < freezero size", p);
 	release(d, r, p, 1, sz);
-	om_unlock(d);
+	unlock(d);
 }
 
 /* align: a power of two.  Returns NULL with errno set on failure. */
@@ -375,16 +449,12 @@ omemalign(size_t align, size_t sz, void *f, const char *func)
 
 	if (align <= OM_MINSIZE)
 		return omalloc(sz, 0, f, func);
-	/* An aligned zero-size request gets a real (one-byte) block: the
-	 * no-access zero-size slots are only 16-byte aligned. */
-	if (sz == 0)
-		sz = 1;
 	if (sz > PTRDIFF_MAX)
 		return nomem(func);
 	d = enter(func);
 	if (d == NULL)
 		return nomem(func);
-	om_lock(d);
+	lock(d);
 	d->func = func;
 	if (sz <= OM_MAXCHUNK && align <= OM_MAXCHUNK) {
 		/* Power-of-two slot sizes are aligned to themselves. */
@@ -397,7 +467,7 @@ omemalign(size_t align, size_t sz, void *f, const char *func)
 	}
 	p = om_region_alloc(d, sz, align, 0, f);
 done:
-	om_unlock(d);
+	unlock(d);
 	return p != NULL ? p : nomem(func);
 }
 
@@ -473,7 +543,7 @@ malloc_usable_size(void *p)
 	    "malloc_usable_size", &r);
 	n = OM_REGION_IS_CHUNK(r) ? om_chunk_usable(d, r, p) :
 	    om_region_usable(r);
-	om_unlock(d);
+	unlock(d);
 	return n;
 }
 
@@ -489,10 +559,10 @@ conceal_alloc(size_t sz, int zero, void *f, const char *func)
 	if (enter(func) == NULL)
 		return nomem(func);
 	d = mopts.conceal;
-	om_lock(d);
+	lock(d);
 	d->func = func;
 	p = alloc(d, sz, zero, f);
-	om_unlock(d);
+	unlock(d);
 	return p != NULL ? p : nomem(func);
 }
 
@@ -532,6 +602,7 @@ omalloc_version(void)
 struct totals {
 	size_t mapped, inuse, cached, regions, cache_entries;
 	unsigned long contended, locks;
+	unsigned long searches[OM_MAX_POOLS + 1], other[OM_MAX_POOLS + 1];
 };
 
 static void
@@ -546,15 +617,21 @@ gather(struct totals *t)
 		struct dir_info *d = i < mopts.npools ? mopts.pools[i] :
 		    mopts.conceal;
 
-		om_lock(d);
+		lock(d);
 		t->mapped += d->mapped;
 		t->inuse += d->inuse;
 		t->cached += d->cache_pages << OM_PAGE_SHIFT;
 		t->regions += d->regions_total - d->regions_free;
 		t->cache_entries += d->cache_used;
 		t->contended += d->lock_contended;
+		for (unsigned int k = 0; k <= OM_MAX_POOLS; k++) {
+			t->searches[k < mopts.npools ? k : mopts.npools] +=
+			    d->searches_from[k];
+			t->other[k < mopts.npools ? k : mopts.npools] +=
+			    d->left_from[k];
+		}
 		t->locks += d->lock_total;
-		om_unlock(d);
+		unlock(d);
 	}
 }
 
@@ -641,12 +718,13 @@ malloc_trim(size_t pad)
 		struct dir_info *d = i < mopts.npools ? mopts.pools[i] :
 		    mopts.conceal;
 
-		om_lock(d);
+		lock(d);
 		d->func = "malloc_trim";
 		om_chunk_flush_delayed(d);
 		pages += om_cache_trim(d);
-		om_unlock(d);
+		unlock(d);
 	}
+	pages += om_cache_depot_trim();
 	return pages > 0;
 }
 
@@ -681,6 +759,7 @@ malloc_info(int options, FILE *fp)
 	}
 	if (enter("malloc_info") == NULL)
 		return -1;
+	gather(&t);
 	fprintf(fp, "<malloc version=\"omalloc-%s\" pools=\"%u\">\n",
 	    OM_VERSION, mopts.npools);
 	for (i = 0; i <= mopts.npools; i++) {
@@ -689,9 +768,9 @@ malloc_info(int options, FILE *fp)
 
 		/* Copy the counters under the lock, print without it: stdio
 		 * may allocate. */
-		om_lock(d);
+		lock(d);
 		memcpy(&snap, d, sizeof(snap));
-		om_unlock(d);
+		unlock(d);
 		if (i < mopts.npools)
 			fprintf(fp, "<heap nr=\"%u\">\n", i);
 		else
@@ -708,10 +787,9 @@ malloc_info(int options, FILE *fp)
 		    "wait_ns=\"%llu\"/>\n", snap.lock_contended,
 		    snap.lock_total, snap.lock_wait_ns);
 		fprintf(fp, "<searches other=\"%lu\" total=\"%lu\"/>\n",
-		    snap.other_pool, snap.pool_searches);
+		    t.other[i], t.searches[i]);
 		fprintf(fp, "</heap>\n");
 	}
-	gather(&t);
 	fprintf(fp, "<total type=\"mapped\" size=\"%zu\"/>\n", t.mapped);
 	fprintf(fp, "<total type=\"inuse\" size=\"%zu\"/>\n", t.inuse);
 	fprintf(fp, "<total type=\"cached\" size=\"%zu\"/>\n", t.cached);

@@ -18,6 +18,153 @@
 #include "internal.h"
 
 #define BATCH_PAGES 16		/* pages mapped at once for chunk pages */
+#define DEPOT_SLOTS 128
+#define DEPOT_PAGES 256		/* at most 1 MiB waits in the depot */
+#define DEPOT_RUN 16		/* longer runs are not worth keeping */
+
+/*
+ * The depot: pages evicted from a pool's full cache wait here, a little
+ * while, for a pool whose cache is empty.  Threads come and go, so one
+ * pool frees what another allocates; without the depot those pages would
+ * make a round trip through the kernel (munmap, then mmap and page faults
+ * in the other pool).  Its lock is taken only on those slow paths, always
+ * after a pool lock; the fork hooks take it last.
+ */
+static struct {
+	struct om_mutex mtx;
+	unsigned int used;
+	size_t pages;
+	struct om_cache_entry e[DEPOT_SLOTS];
+} depot;
+
+#define OM_SELF_DEPOT ((uint64_t)1 << 63)
+
+static void
+depot_lock(void)
+{
+	om_self |= OM_SELF_DEPOT;
+	if (!om_mutex_trylock(&depot.mtx))
+		om_mutex_wait(&depot.mtx);
+}
+
+static void
+depot_unlock(void)
+{
+	om_mutex_unlock(&depot.mtx);
+	om_self &= ~OM_SELF_DEPOT;
+}
+
+/* Offer an evicted entry; 1 if the depot took it. */
+static int
+depot_put(const struct om_cache_entry *e)
+{
+	int taken = 0;
+
+	if (e->guarded || e->npages > DEPOT_RUN)
+		return 0;
+	depot_lock();
+	if (depot.used < DEPOT_SLOTS && depot.pages + e->npages <= DEPOT_PAGES) {
+		depot.e[depot.used++] = *e;
+		depot.pages += e->npages;
+		taken = 1;
+	}
+	depot_unlock();
+	return taken;
+}
+
+/* Take npages from the depot into *out; 1 if found. */
+static int
+depot_get(size_t npages, struct om_cache_entry *out)
+{
+	unsigned int i, best = DEPOT_SLOTS;
+	int found = 0;
+
+	if (__atomic_load_n(&depot.used, __ATOMIC_RELAXED) == 0)
+		return 0;
+	depot_lock();
+	for (i = 0; i < depot.used; i++) {
+		if (depot.e[i].npages == npages) {
+			best = i;
+			break;
+		}
+		if (depot.e[i].npages > npages && (best == DEPOT_SLOTS ||
+		    depot.e[i].npages < depot.e[best].npages))
+			best = i;
+	}
+	if (best != DEPOT_SLOTS) {
+		struct om_cache_entry *e = &depot.e[best];
+
+		*out = *e;
+		out->npages = (uint32_t)npages;
+		if (e->npages > npages) {
+			/* Split: the rest stays, without its sparse junk. */
+			e->p += npages << OM_PAGE_SHIFT;
+			e->npages -= (uint32_t)npages;
+			if (!mopts.junk_validate_full)
+				e->junked = 0;
+		} else
+			*e = depot.e[--depot.used];
+		depot.pages -= npages;
+		found = 1;
+	}
+	depot_unlock();
+	return found;
+}
+
+/*
+ * Fork: the depot lock is taken after every pool lock, unless this thread
+ * already holds it (a fork from a signal handler that interrupted it).
+ * The forking thread's own hooks run in order, so one flag suffices.
+ */
+static int fork_depot_mine;
+
+void
+om_cache_fork_prepare(void)
+{
+	fork_depot_mine = (om_self & OM_SELF_DEPOT) != 0;
+	if (!fork_depot_mine && !om_mutex_trylock(&depot.mtx))
+		om_mutex_wait(&depot.mtx);
+}
+
+void
+om_cache_fork_parent(void)
+{
+	if (!fork_depot_mine)
+		om_mutex_unlock(&depot.mtx);
+}
+
+void
+om_cache_fork_child(void)
+{
+	if (!fork_depot_mine) {
+		depot.mtx.w = 0;
+		depot.mtx.sleepers = 0;
+	}
+}
+
+size_t
+om_cache_depot_pages(void)
+{
+	return __atomic_load_n(&depot.pages, __ATOMIC_RELAXED);
+}
+
+/* malloc_trim: give the depot back to the kernel. */
+size_t
+om_cache_depot_trim(void)
+{
+	size_t pages;
+
+	depot_lock();
+	pages = depot.pages;
+	while (depot.used > 0) {
+		struct om_cache_entry *e = &depot.e[--depot.used];
+
+		om_os_unmap((void *)e->p, (size_t)e->npages << OM_PAGE_SHIFT);
+	}
+	depot.pages = 0;
+	depot_unlock();
+	return pages;
+}
 
 /* Junk words of a level-1 fill: four, spread over the first page. */
 static size_t
@@ -139,15 +286,22 @@ unmap_spans(struct dir_info *d, struct span *s, unsigned int n)
 	}
 }
 
-/* Evict entry i into the batch, checking its junk first. */
+/* Evict entry i to the depot or into the unmap batch, checking its junk
+ * first.  A trim (to_depot 0) always unmaps. */
 static void
-evict(struct dir_info *d, unsigned int i, struct span *batch, unsigned int *n)
+evict(struct dir_info *d, unsigned int i, struct span *batch, unsigned int *n,
+    int to_depot)
 {
 	struct om_cache_entry *e = &d->cache[i];
 
 	if (e->junked && !e->noaccess && d->junk)
 		om_junk_validate(d, mopts.junk_validate_full, (void *)e->p,
 		    data_len(e));
+	if (to_depot && depot_put(e)) {
+		d->mapped -= (size_t)e->npages << OM_PAGE_SHIFT;
+		remove_entry(d, i);
+		return;
+	}
 	batch[*n].p = e->p;
 	batch[*n].len = (size_t)e->npages << OM_PAGE_SHIFT;
 	(*n)++;
@@ -158,7 +312,16 @@ static void *
 map_fresh(struct dir_info *d, size_t npages, int guarded, int *zeroed)
 {
 	size_t batch = npages;
+	struct om_cache_entry e;
 	char *p;
+
+	if (!guarded && d->cache_max > 0 && depot_get(npages, &e)) {
+		p = reuse(d, &e, zeroed);
+		if (p != NULL) {
+			d->mapped += npages << OM_PAGE_SHIFT;
+			return p;
+		}
+	}
 
 	/* Single pages come in batches; the rest waits in the cache. */
 	if (npages == 1 && !guarded && d->cache_max >= BATCH_PAGES &&
@@ -174,13 +337,13 @@ map_fresh(struct dir_info *d, size_t npages, int guarded, int *zeroed)
 		return NULL;
 	d->mapped += batch << OM_PAGE_SHIFT;
 	if (batch > npages) {
-		struct om_cache_entry *e = &d->cache[d->cache_used++];
+		struct om_cache_entry *rest = &d->cache[d->cache_used++];
 
-		memset(e, 0, sizeof(*e));
-		e->p = (uintptr_t)p + (npages << OM_PAGE_SHIFT);
-		e->npages = (uint32_t)(batch - npages);
-		e->fresh = 1;
-		d->cache_pages += e->npages;
+		memset(rest, 0, sizeof(*rest));
+		rest->p = (uintptr_t)p + (npages << OM_PAGE_SHIFT);
+		rest->npages = (uint32_t)(batch - npages);
+		rest->fresh = 1;
+		d->cache_pages += rest->npages;
 	}
 	*zeroed = 1;
 	return p;
@@ -251,10 +414,21 @@ om_cache_put(struct dir_info *d, void *p, size_t npages, int guarded)
 		unmap_spans(d, batch, 1);
 		return;
 	}
-	while (d->cache_pages + npages > d->cache_max ||
-	    d->cache_used == OM_CACHE_SLOTS)
-		evict(d, (unsigned int)((om_rbyte(&d->rng) * d->cache_used) >>
-		    8), batch, &n);
+	/*
+	 * Full: evict random entries down to three quarters, so that the
+	 * munmap calls come in batches (merged where adjacent) instead of
+	 * one per free once the cache has filled.
+	 */
+	if (d->cache_pages + npages > d->cache_max ||
+	    d->cache_used == OM_CACHE_SLOTS) {
+		size_t target = d->cache_max - d->cache_max / 4;
+
+		target = target > npages ? target - npages : 0;
+		while (d->cache_used > 0 && (d->cache_pages > target ||
+		    d->cache_used >= OM_CACHE_SLOTS - OM_CACHE_SLOTS / 4))
+			evict(d, (unsigned int)((om_rbyte(&d->rng) *
+			    d->cache_used) >> 8), batch, &n, 1);
+	}
 	if (n > 0)
 		unmap_spans(d, batch, n);
 
@@ -282,7 +456,7 @@ om_cache_trim(struct dir_info *d)
 	size_t pages = d->cache_pages;
 
 	while (d->cache_used > 0)
-		evict(d, d->cache_used - 1, batch, &n);
+		evict(d, d->cache_used - 1, batch, &n, 0);
 	if (n > 0)
 		unmap_spans(d, batch, n);
 	return pages;

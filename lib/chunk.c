@@ -41,7 +41,8 @@ callers_offset(unsigned int total)
 {
 	size_t off = sizes_offset();
 
-	if (mopts.opt.chunk_canaries)
+	/* Requested sizes: for the canaries (C) and the leak report (D). */
+	if (mopts.opt.chunk_canaries || mopts.opt.dump)
 		off += ((size_t)total * sizeof(uint16_t) + 15) & ~(size_t)15;
 	return off;
 }
@@ -280,13 +281,17 @@ om_chunk_alloc(struct dir_info *d, size_t sz, unsigned int bucket, void *f)
 
 	size = info->size;
 	p = (char *)info->page + (size_t)slot * size;
-	if (mopts.opt.dump)
+	if (mopts.opt.dump) {
 		callers(info)[slot] = f;
+		reqsizes(info)[slot] = (uint16_t)sz;
+	}
 	if (OM_UNLIKELY(bucket == 0))
 		return p;
 	d->inuse += size;
 	if (d->junk) {
-		om_junk_validate(d, mopts.junk_validate_full, p, size);
+		if (OM_UNLIKELY(mopts.junk_validate_full ||
+		    !om_junk_sparse_ok(p, size)))
+			om_junk_validate(d, mopts.junk_validate_full, p, size);
 		if (d->junk >= 2)
 			memset(p, OM_JUNK_NEW, sz);
 	}
@@ -338,7 +343,8 @@ undelay(struct dir_info *d, void *p, struct chunk_info *info)
 	check_info(d, info);
 	slot = om_chunk_index(d, info, p);
 	info->delayed[slot >> 6] &= ~(1ULL << (slot & 63));
-	if (d->junk && info->bucket != 0)
+	if (d->junk && info->bucket != 0 && OM_UNLIKELY(
+	    mopts.junk_validate_full || !om_junk_sparse_ok(p, info->size)))
 		om_junk_validate(d, mopts.junk_validate_full, p, info->size);
 	free_slot(d, info, slot);
 }
@@ -461,6 +467,17 @@ void *
 om_chunk_caller(struct chunk_info *info, unsigned int slot)
 {
 	return mopts.opt.dump ? callers(info)[slot] : NULL;
+}
+
+/* The size requested for slot, where recorded (C or D), else the slot. */
+size_t
+om_chunk_slot_reqsize(struct chunk_info *info, unsigned int slot)
+{
+	if (info->bucket == 0)
+		return 0;
+	if (mopts.opt.chunk_canaries || mopts.opt.dump)
+		return reqsizes(info)[slot];
+	return info->size;
 }
 
 /* 1 if slot holds a live allocation (not free, not delayed). */

@@ -12,6 +12,8 @@
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <stdlib.h>
+#include <sys/single_threaded.h>
+#include <errno.h>
 #include <unistd.h>
 
 struct leak {
@@ -73,7 +75,7 @@ leak_gather(struct dir_info *d, struct leaks *l)
 		for (s = 0; s < info->total; s++)
 			if (om_chunk_slot_used(info, s))
 				leak_add(l, om_chunk_caller(info, s),
-				    info->bucket == 0 ? 0 : info->size);
+				    om_chunk_slot_reqsize(info, s));
 	}
 }
 
@@ -83,11 +85,11 @@ print_caller(struct om_buf *o, void *f)
 	Dl_info info;
 
 	if (f != NULL && dladdr(f, &info) != 0 && info.dli_fname != NULL) {
-		const char *name = strrchr(info.dli_fname, '/');
+		/* The full path, so that addr2line -e can be given it. */
+		const char *name = info.dli_fname;
 
-		name = name != NULL ? name + 1 : info.dli_fname;
 		if (*name == '\0')
-			name = om_progname();
+			name = program_invocation_name;
 		om_buf_printf(o, "%18s+0x%lx", name,
 		    (unsigned long)((uintptr_t)f - (uintptr_t)info.dli_fbase));
 	} else
@@ -127,7 +129,8 @@ leak_print(struct om_buf *o, struct leaks *l)
 }
 
 static void
-dump_pool(struct om_buf *o, struct dir_info *d)
+dump_pool(struct om_buf *o, struct dir_info *d, unsigned long other,
+    unsigned long searches)
 {
 	unsigned int b, k;
 	size_t i;
@@ -146,8 +149,7 @@ dump_pool(struct om_buf *o, struct dir_info *d)
 	om_buf_printf(o, "Deletes %lu/%lu\n", d->deletes, d->delete_moves);
 	om_buf_printf(o, "Cheap reallocs %lu/%lu\n", d->cheap_reallocs,
 	    d->cheap_realloc_tries);
-	om_buf_printf(o, "Other pool searches %lu/%lu\n", d->other_pool,
-	    d->pool_searches);
+	om_buf_printf(o, "Other pool searches %lu/%lu\n", other, searches);
 	om_buf_printf(o, "Lock acquisitions %lu/%lu, waited %llu ns\n",
 	    d->lock_contended, d->lock_total, d->lock_wait_ns);
 	om_buf_printf(o, "In use %zu\n", d->inuse);
@@ -208,6 +210,7 @@ om_dump_fd(int fd, int for_fatal)
 	struct leaks l = { 0 };
 	size_t len = 0;
 	unsigned int i;
+	unsigned long other[OM_MAX_POOLS + 1], searches[OM_MAX_POOLS + 1];
 
 	if (!__atomic_load_n(&om_ready, __ATOMIC_ACQUIRE))
 		return;
@@ -217,32 +220,55 @@ om_dump_fd(int fd, int for_fatal)
 		l.t = om_os_map(len, 0);
 	}
 	om_buf_printf(&o, "******** Start dump %s *******\n", om_progname());
-	om_buf_printf(&o, "MT=1 M=%u I=1 F=%d U=%d J=%d R=%d X=%d C=%d "
-	    "cache=%d G=%zu\n", mopts.npools, mopts.opt.freecheck,
+	om_buf_printf(&o, "MT=%d M=%u I=1 F=%d U=%d J=%d R=%d X=%d C=%d "
+	    "cache=%d G=%zu\n", !__libc_single_threaded, mopts.npools, mopts.opt.freecheck,
 	    mopts.opt.freeunmap, mopts.opt.junk, mopts.opt.realloc_move,
 	    mopts.opt.xmalloc, mopts.opt.chunk_canaries, mopts.opt.cache_pages,
 	    mopts.guard);
+	/* Lookups are counted by the pool that owned the pointer: add them
+	 * up per starting pool first. */
+	memset(other, 0, sizeof(other));
+	memset(searches, 0, sizeof(searches));
+	for (i = 0; i <= mopts.npools; i++) {
+		struct dir_info *d = i < mopts.npools ? mopts.pools[i] :
+		    mopts.conceal;
+		unsigned int k;
+		int locked = for_fatal ? om_mutex_trylock(&d->mtx) :
+		    (om_lock(d), 1);
+
+		for (k = 0; k <= OM_MAX_POOLS; k++) {
+			unsigned int to = k < mopts.npools ? k : mopts.npools;
+
+			other[to] += d->left_from[k];
+			searches[to] += d->searches_from[k];
+		}
+		if (locked && for_fatal)
+			om_mutex_unlock(&d->mtx);
+		else if (locked)
+			om_unlock(d);
+	}
 	om_os_counts(&c);
 	om_buf_printf(&o, "Syscalls mmap %lu munmap %lu mprotect %lu "
 	    "madvise %lu\n", c.mmap, c.munmap, c.mprotect, c.madvise);
+	om_buf_printf(&o, "Depot pages %zu\n", om_cache_depot_pages());
 	for (i = 0; i <= mopts.npools; i++) {
 		struct dir_info *d = i < mopts.npools ? mopts.pools[i] :
 		    mopts.conceal;
 		int locked;
 
 		if (for_fatal)
-			locked = pthread_mutex_trylock(&d->mtx) == 0;
+			locked = om_mutex_trylock(&d->mtx);
 		else {
 			om_lock(d);
 			d->func = "malloc_gdump";
 			om_chunk_flush_delayed(d);
 			locked = 1;
 		}
-		dump_pool(&o, d);
+		dump_pool(&o, d, other[i], searches[i]);
 		if (mopts.opt.dump)
 			leak_gather(d, &l);
 		if (locked && for_fatal)
-			pthread_mutex_unlock(&d->mtx);
+			om_mutex_unlock(&d->mtx);
 		else if (locked)
 			om_unlock(d);
 	}

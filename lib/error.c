@@ -60,7 +60,11 @@ put_num(struct om_buf *o, unsigned long long v, unsigned int base, int width,
 		tmp[n++] = "0123456789abcdef"[v % base];
 		v /= base;
 	} while (v != 0);
-	if (neg)
+	/* The sign goes before zero padding and after space padding. */
+	if (neg && zero) {
+		putc_buf(o, '-');
+		width--;
+	} else if (neg)
 		tmp[n++] = '-';
 	for (; width > n; width--)
 		putc_buf(o, zero ? '0' : ' ');
@@ -130,11 +134,19 @@ vformat(struct om_buf *o, const char *fmt, va_list ap)
 			    va_arg(ap, unsigned long long);
 			put_num(o, u, *fmt == 'u' ? 10 : 16, width, 0, zero);
 			break;
-		case 'p':
+		case 'p': {
+			uintptr_t v = (uintptr_t)va_arg(ap, void *);
+			int digits = 1;
+
+			for (uintptr_t t = v >> 4; t != 0; t >>= 4)
+				digits++;
+			for (; width > digits + 2; width--)
+				putc_buf(o, ' ');
 			putc_buf(o, '0');
 			putc_buf(o, 'x');
-			put_num(o, (uintptr_t)va_arg(ap, void *), 16, 0, 0, 0);
+			put_num(o, v, 16, 0, 0, 0);
 			break;
+		}
 		case '%':
 			putc_buf(o, '%');
 			break;

@@ -27,6 +27,13 @@
 #define OM_NOINLINE	__attribute__((noinline))
 #define OM_INLINE	static inline __attribute__((always_inline))
 #define OM_HIDDEN	__attribute__((visibility("hidden")))
+#if defined(__x86_64__) || defined(__i386__)
+#define OM_CPU_RELAX()	__builtin_ia32_pause()
+#elif defined(__aarch64__)
+#define OM_CPU_RELAX()	__asm__ __volatile__("yield")
+#else
+#define OM_CPU_RELAX()	((void)0)
+#endif
 
 #if OM_DEBUG_CHECKS
 #define OM_ASSERT(d, x)                                                      \
@@ -123,7 +130,6 @@ extern union om_readonly_page {
 #define mopts (om_ro.mopts)
 
 void om_options_init(struct om_options *o);
-const char *om_options_line(char *buf, size_t len);
 
 /* ------------------------------------------------------------------ */
 /* Random bytes (random.c) */
@@ -133,7 +139,7 @@ struct om_rng {
 	uint32_t counter;
 	uint32_t nonce[3];
 	unsigned int pos;		/* next unused byte of buf */
-	uint8_t buf[256];
+	uint8_t buf[512];
 };
 
 int om_random_global_init(void);
@@ -157,6 +163,44 @@ om_rword(struct om_rng *r)
 	uint16_t v = (uint16_t)(r->buf[r->pos] | r->buf[r->pos + 1] << 8);
 	r->pos += 2;
 	return v;
+}
+
+/* ------------------------------------------------------------------ */
+/*
+ * The pool lock.  Atomic read-modify-write instructions are the price of
+ * a lock, so it pays one per acquire and none per release: w is taken with
+ * a compare-and-swap and given back with a plain release store.  A
+ * contended acquire spins briefly, then sleeps on the futex with a short
+ * timeout, counted in `sleepers` so that a release wakes it.  The release
+ * reads `sleepers` without a fence, so a wake-up can be missed in a window
+ * of a few instructions; the timeout bounds what that costs (a sleeper
+ * retries after OM_MUTEX_NAP_NS), and correctness never depends on it.
+ */
+struct om_mutex {
+	int w;			/* 0 free, 1 held */
+	int sleepers;		/* threads in futex_wait on w */
+};
+#define OM_MUTEX_NAP_NS 200000
+
+void om_os_futex_wait(int *w, int val, long ns);
+void om_os_futex_wake(int *w);
+void om_mutex_wait(struct om_mutex *m);
+
+OM_INLINE int
+om_mutex_trylock(struct om_mutex *m)
+{
+	int z = 0;
+
+	return __atomic_compare_exchange_n(&m->w, &z, 1, 0, __ATOMIC_ACQUIRE,
+	    __ATOMIC_RELAXED);
+}
+
+OM_INLINE void
+om_mutex_unlock(struct om_mutex *m)
+{
+	__atomic_store_n(&m->w, 0, __ATOMIC_RELEASE);
+	if (OM_UNLIKELY(__atomic_load_n(&m->sleepers, __ATOMIC_RELAXED) != 0))
+		om_os_futex_wake(&m->w);
 }
 
 /* ------------------------------------------------------------------ */
@@ -209,7 +253,7 @@ struct om_delayed {
 
 struct dir_info {
 	uintptr_t canary1;
-	pthread_mutex_t mtx;
+	struct om_mutex mtx;
 	const char *func;		/* API function running, for messages */
 	unsigned int index;		/* position in mopts.pools */
 	int conceal;			/* malloc_conceal's pool */
@@ -245,7 +289,14 @@ struct dir_info {
 	unsigned long inserts, insert_collisions;
 	unsigned long deletes, delete_moves;
 	unsigned long cheap_realloc_tries, cheap_reallocs;
-	unsigned long pool_searches, other_pool;
+	/*
+	 * Lookups by threads whose own pool is i that ended here, and those
+	 * of them that had to leave pool i: counted by the pool that owned
+	 * the pointer, under its lock.  The dump adds them up per pool i as
+	 * "Other pool searches".
+	 */
+	unsigned long searches_from[OM_MAX_POOLS + 1];
+	unsigned long left_from[OM_MAX_POOLS + 1];
 	unsigned long lock_total, lock_contended;
 	unsigned long long lock_wait_ns;
 
@@ -263,7 +314,8 @@ void om_pool_fork_child(void);
 /* The per-thread word: kernel thread id, and the pool being held + 1. */
 extern __thread uint64_t om_self;
 #define OM_SELF_TID(s)	((uint32_t)(s))
-#define OM_SELF_BUSY(s) ((uint32_t)((s) >> 32))
+#define OM_SELF_BUSY(s) ((uint32_t)((s) >> 32) & 0xffff)
+#define OM_SELF_INIT	0xffffu		/* busy value while initialising */
 
 OM_INLINE int
 om_pool_ok(const struct dir_info *d)
@@ -297,6 +349,7 @@ void om_chunk_flush_delayed(struct dir_info *d);
 unsigned int om_chunk_index(struct dir_info *d, struct chunk_info *info,
     const void *p);
 void *om_chunk_caller(struct chunk_info *info, unsigned int slot);
+size_t om_chunk_slot_reqsize(struct chunk_info *info, unsigned int slot);
 int om_chunk_slot_used(struct chunk_info *info, unsigned int slot);
 
 OM_INLINE struct chunk_info *
@@ -307,6 +360,32 @@ om_region_chunk(const struct region_info *r)
 
 /* ------------------------------------------------------------------ */
 /* Regions (region.c): the hash table and page regions, pool locked. */
+
+/*
+ * The owner hint: a lock-free map from page to (pool index + 1), written
+ * when a page is registered and read by free() to go straight to the pool
+ * that probably owns the pointer.  Only a hint: the owner's table, under
+ * its lock, has the last word, and a stale hint falls back to the search.
+ * Two levels: 1 GiB of address space per leaf of 2^18 entries.
+ */
+#define OM_HINT_TOP	(1UL << 17)	/* 47-bit user addresses */
+#define OM_HINT_LEAF	(1UL << 18)
+extern uint16_t *om_hint_top[OM_HINT_TOP];
+
+OM_INLINE unsigned int
+om_region_owner_hint(const void *p)
+{
+	uintptr_t top = (uintptr_t)p >> 30;
+	uint16_t *leaf;
+
+	if (OM_UNLIKELY(top >= OM_HINT_TOP))
+		return 0;
+	leaf = __atomic_load_n(&om_hint_top[top], __ATOMIC_ACQUIRE);
+	if (OM_UNLIKELY(leaf == NULL))
+		return 0;
+	return __atomic_load_n(&leaf[((uintptr_t)p >> OM_PAGE_SHIFT) &
+	    (OM_HINT_LEAF - 1)], __ATOMIC_RELAXED);
+}
 
 int om_region_table_init(struct dir_info *d);
 struct region_info *om_region_find(struct dir_info *d, const void *p);
@@ -328,7 +407,27 @@ void *om_cache_get(struct dir_info *d, size_t npages, int guarded,
     int *zeroed);
 void om_cache_put(struct dir_info *d, void *p, size_t npages, int guarded);
 size_t om_cache_trim(struct dir_info *d);
+size_t om_cache_depot_pages(void);
+size_t om_cache_depot_trim(void);
+void om_cache_fork_prepare(void);
+void om_cache_fork_parent(void);
+void om_cache_fork_child(void);
 void om_junk_free(int level, void *p, size_t sz);
+
+/* The level-1 check of a freed chunk: four words spread over it. */
+OM_INLINE int
+om_junk_sparse_ok(const void *p, size_t sz)
+{
+	const uint64_t *lp = p;
+	size_t words = sz / sizeof(uint64_t), step = words / 4;
+
+	if (step == 0)
+		step = 1;
+	for (size_t i = 0; i < words; i += step)
+		if (lp[i] != OM_JUNK_FREE64)
+			return 0;
+	return 1;
+}
 void om_junk_validate(struct dir_info *d, int full, const void *p, size_t sz);
 
 /* ------------------------------------------------------------------ */

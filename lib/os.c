@@ -9,8 +9,10 @@
  */
 #include "internal.h"
 
+#include <linux/futex.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #ifndef MADV_GUARD_INSTALL
@@ -168,6 +170,26 @@ om_os_readonly(void *p, size_t len)
 #define SYS_mseal 462
 #endif
 	syscall(SYS_mseal, p, len, 0UL);
+	errno = saved;
+}
+
+void
+om_os_futex_wait(int *w, int val, long ns)
+{
+	struct timespec ts = { .tv_sec = ns / 1000000000L,
+		.tv_nsec = ns % 1000000000L };
+	int saved = errno;
+
+	syscall(SYS_futex, w, FUTEX_WAIT_PRIVATE, val, &ts, NULL, 0);
+	errno = saved;
+}
+
+void
+om_os_futex_wake(int *w)
+{
+	int saved = errno;
+
+	syscall(SYS_futex, w, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 	errno = saved;
 }
 

@@ -39,7 +39,6 @@ om_pool_create(unsigned int index, int conceal)
 	uint16_t r;
 	char *base;
 	struct dir_info *d;
-	pthread_mutexattr_t attr;
 
 	base = om_os_map(len, conceal);
 	if (base == NULL)
@@ -50,10 +49,8 @@ om_pool_create(unsigned int index, int conceal)
 	d = (struct dir_info *)(base + OM_PAGE_SIZE +
 	    ((size_t)(r % (OM_PAGE_SIZE / 64)) * 64));
 
-	pthread_mutexattr_init(&attr);
-	pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_NORMAL);
-	pthread_mutex_init(&d->mtx, &attr);
-	pthread_mutexattr_destroy(&attr);
+	d->mtx.w = 0;
+	d->mtx.sleepers = 0;
 	d->index = index;
 	d->conceal = conceal;
 	d->func = "malloc";
@@ -130,11 +127,15 @@ om_thread_init(void)
 	if (!__atomic_load_n(&om_ready, __ATOMIC_ACQUIRE)) {
 		int rc;
 
+		/* Busy while initialising: a signal handler that allocates
+		 * now is a recursive call, not a deadlock on init_mtx. */
+		om_self = (uint64_t)OM_SELF_INIT << 32;
 		pthread_mutex_lock(&init_mtx);
 		rc = om_ready ? 0 : init_locked();
 		if (rc == 0)
 			__atomic_store_n(&om_ready, 1, __ATOMIC_RELEASE);
 		pthread_mutex_unlock(&init_mtx);
+		om_self = 0;
 		if (rc != 0)
 			return -1;
 	}
@@ -163,6 +164,17 @@ held_by_me(unsigned int i)
 	return busy != 0 && busy - 1 == pool_at(i)->index;
 }
 
+/*
+ * glibc's stdio list lock.  glibc's fork takes it before its own malloc's
+ * locks; pthread_atfork handlers run earlier still, so a thread blocked in
+ * fflush(NULL) behind a FILE whose owner waits for a pool lock would
+ * deadlock with a fork holding every pool.  Taking the (recursive) list
+ * lock first, as glibc's own malloc effectively does, keeps that order.
+ */
+extern void _IO_list_lock(void);
+extern void _IO_list_unlock(void);
+extern void _IO_list_resetlock(void);
+
 static void
 fork_prepare(void)
 {
@@ -176,11 +188,14 @@ fork_prepare(void)
 		fork_nest++;
 		return;
 	}
+	_IO_list_lock();
 	pthread_mutex_lock(&init_mtx);
 	fork_owner = me;
 	for (i = 0; i <= mopts.npools; i++)
 		if (!held_by_me(i))
-			pthread_mutex_lock(&pool_at(i)->mtx);
+			if (!om_mutex_trylock(&pool_at(i)->mtx))
+				om_mutex_wait(&pool_at(i)->mtx);
+	om_cache_fork_prepare();
 }
 
 static void
@@ -194,11 +209,13 @@ fork_parent(void)
 		fork_nest--;
 		return;
 	}
+	om_cache_fork_parent();
 	for (i = 0; i <= mopts.npools; i++)
 		if (!held_by_me(i))
-			pthread_mutex_unlock(&pool_at(i)->mtx);
+			om_mutex_unlock(&pool_at(i)->mtx);
 	fork_owner = 0;
 	pthread_mutex_unlock(&init_mtx);
+	_IO_list_unlock();
 }
 
 static void
@@ -213,14 +230,19 @@ fork_child(void)
 		fork_nest--;
 		return;
 	}
-	for (i = 0; i <= mopts.npools; i++)
-		if (!held_by_me(i))
-			pthread_mutex_init(&pool_at(i)->mtx, NULL);
+	for (i = 0; i <= mopts.npools; i++) {
+		if (!held_by_me(i)) {
+			pool_at(i)->mtx.w = 0;
+			pool_at(i)->mtx.sleepers = 0;
+		}
+	}
+	om_cache_fork_child();
 	/* The child is a new thread of its own: refresh the cached tid. */
 	busy = om_self & ~(uint64_t)0xffffffff;
 	om_self = busy | (uint32_t)om_os_gettid();
 	fork_owner = 0;
 	pthread_mutex_init(&init_mtx, NULL);
+	_IO_list_resetlock();
 }
 
 void

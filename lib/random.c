@@ -1,8 +1,9 @@
 /*
  * random.c - random bytes for placement decisions.
  *
- * A ChaCha20 keystream, keyed from getrandom(2) once per process and once
- * per pool, fills a 256-byte buffer per pool; the allocator consumes it a
+ * A ChaCha8 keystream (eight rounds: ample for placement decisions, and
+ * the key is replaced at every refill), keyed from getrandom(2) once per
+ * process and once per pool, fills a 512-byte buffer per pool; the allocator consumes it a
  * byte at a time (om_rbyte) under the pool lock.  Fast path: a buffer
  * index increment.  Invariant: no two pools share a key.
  */
@@ -44,7 +45,7 @@ chacha_block(struct om_rng *r, uint8_t out[64])
 	if (r->counter == 0)
 		r->nonce[0]++;
 	memcpy(x, in, sizeof(x));
-	for (i = 0; i < 10; i++) {
+	for (i = 0; i < 4; i++) {
 		QR(x[0], x[4], x[8], x[12]);
 		QR(x[1], x[5], x[9], x[13]);
 		QR(x[2], x[6], x[10], x[14]);

@@ -3,7 +3,7 @@
  *
  * The table maps a page address to a region (its requested size) or to a
  * chunk page (its chunk_info).  Open addressing with linear probing and a
- * multiplicative hash; it doubles when a quarter is left free, and
+ * multiplicative hash; it doubles when it is half full, and
  * deletion shifts entries back (no tombstones), counting the moves.
  *
  * Regions larger than a page start on a page boundary; sizes between half
@@ -42,6 +42,32 @@ int
 om_region_table_init(struct dir_info *d)
 {
 	return table_alloc(d, OM_HASH_INITIAL);
+}
+
+uint16_t *om_hint_top[OM_HINT_TOP];
+
+/* Record that d owns page; a failure to map a leaf only loses the hint. */
+static void
+hint_set(struct dir_info *d, uintptr_t page)
+{
+	uintptr_t top = page >> 30;
+	uint16_t *leaf, *expect = NULL;
+
+	if (top >= OM_HINT_TOP)
+		return;
+	leaf = __atomic_load_n(&om_hint_top[top], __ATOMIC_ACQUIRE);
+	if (leaf == NULL) {
+		leaf = om_os_map(OM_HINT_LEAF * sizeof(uint16_t), 0);
+		if (leaf == NULL)
+			return;
+		if (!__atomic_compare_exchange_n(&om_hint_top[top], &expect,
+		    leaf, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+			om_os_unmap(leaf, OM_HINT_LEAF * sizeof(uint16_t));
+			leaf = expect;
+		}
+	}
+	__atomic_store_n(&leaf[(page >> OM_PAGE_SHIFT) & (OM_HINT_LEAF - 1)],
+	    (uint16_t)(d->index + 1), __ATOMIC_RELAXED);
 }
 
 static void
@@ -83,10 +109,13 @@ grow(struct dir_info *d)
 int
 om_region_insert(struct dir_info *d, uintptr_t key, uintptr_t size, void *f)
 {
-	if (d->regions_free * 4 < d->regions_total && grow(d) != 0)
+	/* At most half full: linear probing stays short (about 1.5 probes
+	 * for a hit), and the table is small next to what it maps. */
+	if (d->regions_free * 2 < d->regions_total && grow(d) != 0)
 		return -1;
 	d->inserts++;
 	place(d, key, size, f);
+	hint_set(d, key & ~(uintptr_t)OM_PAGE_MASK);
 	return 0;
 }
 
@@ -141,11 +170,23 @@ om_region_delete(struct dir_info *d, struct region_info *r)
 	}
 }
 
+/* The pages a region of sz bytes at offset off spans: at least one, so that
+ * an aligned zero-size request is a real page. */
+static size_t
+span(size_t off, size_t sz)
+{
+	size_t len = OM_PAGEROUND(off + sz);
+
+	return len == 0 ? OM_PAGE_SIZE : len;
+}
+
+#define REGION_LEN(r) span(OM_REGION_OFFSET(r), (r)->size)
+
 /* The offset of the user pointer in the first page of a region. */
 static size_t
 shift_of(size_t sz, size_t align)
 {
-	if (sz >= OM_PAGE_SIZE || align > OM_PAGE_SIZE)
+	if (sz == 0 || sz >= OM_PAGE_SIZE || align > OM_PAGE_SIZE)
 		return 0;
 	if (align < OM_MINSIZE)
 		align = OM_MINSIZE;
@@ -156,7 +197,7 @@ static void
 fill_canary(const struct region_info *r)
 {
 	char *user = (char *)OM_REGION_PAGE(r) + OM_REGION_OFFSET(r);
-	size_t end = OM_PAGEROUND(OM_REGION_OFFSET(r) + r->size);
+	size_t end = REGION_LEN(r);
 
 	memset(user + r->size, mopts.canary_byte,
 	    end - OM_REGION_OFFSET(r) - r->size);
@@ -166,7 +207,7 @@ static void
 check_canary(struct dir_info *d, const struct region_info *r)
 {
 	const char *user = (char *)OM_REGION_PAGE(r) + OM_REGION_OFFSET(r);
-	size_t end = OM_PAGEROUND(OM_REGION_OFFSET(r) + r->size);
+	size_t end = REGION_LEN(r);
 	size_t i;
 
 	for (i = r->size; i < end - OM_REGION_OFFSET(r); i++)
@@ -209,7 +250,7 @@ om_region_alloc(struct dir_info *d, size_t sz, size_t align, int zero,
 
 	if (om_add(sz, off, &datalen) || om_add(datalen, OM_PAGE_MASK, &len))
 		return NULL;
-	datalen = OM_PAGEROUND(datalen);
+	datalen = span(off, sz);
 	if (om_add(datalen, guard, &len))
 		return NULL;
 	if (align > OM_PAGE_SIZE) {
@@ -247,8 +288,7 @@ om_region_usable(struct region_info *r)
 {
 	if (mopts.opt.chunk_canaries)
 		return r->size;
-	return OM_PAGEROUND(OM_REGION_OFFSET(r) + r->size) -
-	    OM_REGION_OFFSET(r);
+	return REGION_LEN(r) - OM_REGION_OFFSET(r);
 }
 
 void
@@ -257,7 +297,7 @@ om_region_free(struct dir_info *d, struct region_info *r, void *p, int clear,
 {
 	char *page = (char *)OM_REGION_PAGE(r);
 	size_t off = OM_REGION_OFFSET(r);
-	size_t datalen = OM_PAGEROUND(off + r->size);
+	size_t datalen = REGION_LEN(r);
 	size_t guard = mopts.guard;
 
 	if (OM_UNLIKELY((char *)p != page + off))
@@ -287,7 +327,7 @@ om_region_realloc(struct dir_info *d, struct region_info *r, void *p,
 {
 	char *page = (char *)OM_REGION_PAGE(r);
 	size_t off = OM_REGION_OFFSET(r);
-	size_t oldlen = OM_PAGEROUND(off + r->size), newlen;
+	size_t oldlen = REGION_LEN(r), newlen;
 
 	if (mopts.opt.realloc_move || d->conceal || newsz <= OM_MAXCHUNK)
 		return NULL;
