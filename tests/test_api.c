@@ -583,7 +583,7 @@ START_TEST(many_small_then_free)
 	struct mallinfo2 before = mallinfo2(), after;
 
 	for (int i = 0; i < N; i++) {
-		v[i] = malloc((size_t)(i % 300) + 1);
+		v[i] = malloc((size_t)(i % 300) + sizeof(int));
 		ck_assert_ptr_nonnull(v[i]);
 		*(int *)v[i] = i;
 	}

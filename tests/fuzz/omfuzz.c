@@ -437,8 +437,17 @@ op_alloc(unsigned op, unsigned variant, int idx, size_t size, unsigned x)
 			return;
 		errno = ERRNO_MARK;
 		if ((variant & 1) && !valgrind_heap) {
+			/* pvalloc allocates the size rounded up to whole
+			 * pages (one page for 0): that is the block's size,
+			 * the one recallocarray must later be told. */
+			size_t rounded = (size + (size_t)pagesz - 1) &
+			    ~((size_t)pagesz - 1);
+#ifdef OMFUZZ_OMALLOC
+			if (size == 0)	/* glibc gives a minimum chunk */
+				rounded = (size_t)pagesz;
+#endif
 			p = pvalloc(size);
-			take(idx, p, size, (size_t)pagesz, "pvalloc");
+			take(idx, p, rounded, (size_t)pagesz, "pvalloc");
 		} else {
 			p = valloc(size);
 			take(idx, p, size, (size_t)pagesz, "valloc");

@@ -96,6 +96,7 @@ START_TEST(eviction_unmaps)
 	struct om_os_counts a, b;
 	void *blk[12];
 	unsigned int i, incache = 0;
+	size_t depot_pages;
 
 	ck_assert_uint_eq(d->cache_max, (unsigned int)mopts.opt.cache_pages);
 	/* Map all first: a new mapping could reuse an evicted address. */
@@ -106,6 +107,9 @@ START_TEST(eviction_unmaps)
 		om_cache_put(d, blk[i], 10, 0);
 		ck_assert_uint_le(d->cache_pages, d->cache_max);
 	}
+	/* Evicted runs wait in the depot (for any pool) or are unmapped;
+	 * trimming the depot unmaps them all. */
+	depot_pages = om_cache_depot_trim();
 	om_os_counts(&b);
 	for (i = 0; i < 12; i++) {
 		if (cached(d, blk[i]))
@@ -114,9 +118,10 @@ START_TEST(eviction_unmaps)
 			ck_assert_msg(unmapped(blk[i], 10),
 			    "evicted block %u still mapped", i);
 	}
-	ck_assert_uint_eq(incache, d->cache_max / 10);
+	ck_assert_uint_ge(incache, 1);
+	ck_assert_uint_le(incache * 10, d->cache_max);
 	ck_assert_uint_eq(d->cache_pages, incache * 10);
-	ck_assert_uint_ge(b.munmap - a.munmap, 12 - incache > 0 ? 1 : 0);
+	ck_assert_uint_le(depot_pages, (12 - incache) * 10);
 	if (12 - incache > 0)
 		ck_assert_uint_gt(b.munmap, a.munmap);
 }
