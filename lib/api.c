@@ -137,7 +137,9 @@ nomem(const char *func)
 	if (!__atomic_load_n(&om_ready, __ATOMIC_ACQUIRE) &&
 	    OM_SELF_BUSY(om_self) == 0)
 		om_thread_init();
-	if (__atomic_load_n(&om_ready, __ATOMIC_ACQUIRE) && mopts.opt.xmalloc)
+	/* The options are read even when initialisation then fails for
+	 * lack of memory; before that they are all zero. */
+	if (mopts.opt.xmalloc)
 		om_fatal_in(func, "out of memory", NULL);
 	errno = ENOMEM;
 	return NULL;
