@@ -399,6 +399,65 @@ om_cache_get(struct dir_info *d, size_t npages, int guarded, int *zeroed)
 	return map_fresh(d, npages, guarded, zeroed);
 }
 
+/* Entries that may become one: neither guarded, the same protection. */
+static int
+mergeable(const struct om_cache_entry *a, const struct om_cache_entry *b)
+{
+	return !a->guarded && !b->guarded && a->noaccess == b->noaccess;
+}
+
+/* The entry of lo followed by hi's pages.  The sparse junk of level 1 is
+ * only in a run's first page, so the merged run carries lo's flag; full
+ * junk must hold everywhere. */
+static void
+join(struct om_cache_entry *lo, const struct om_cache_entry *hi)
+{
+	if (mopts.junk_validate_full)
+		lo->junked = lo->junked && hi->junked;
+	lo->fresh = lo->fresh && hi->fresh;
+	lo->npages += hi->npages;
+}
+
+/*
+ * Merge add with the cached runs just before and after it, so that pages
+ * freed in any order become long runs again: one munmap per run when
+ * evicted, and room to split any size from.  Returns 1 if add is in.
+ */
+static int
+coalesce(struct dir_info *d, const struct om_cache_entry *add)
+{
+	uintptr_t start = add->p, end = add->p + ((uintptr_t)add->npages <<
+	    OM_PAGE_SHIFT);
+	unsigned int i, before = OM_CACHE_SLOTS, after = OM_CACHE_SLOTS;
+
+	for (i = 0; i < d->cache_used; i++) {
+		const struct om_cache_entry *e = &d->cache[i];
+
+		if (!mergeable(e, add))
+			continue;
+		if (e->p + ((uintptr_t)e->npages << OM_PAGE_SHIFT) == start)
+			before = i;
+		else if (e->p == end)
+			after = i;
+	}
+	if (before != OM_CACHE_SLOTS) {
+		join(&d->cache[before], add);
+		if (after != OM_CACHE_SLOTS) {
+			join(&d->cache[before], &d->cache[after]);
+			d->cache[after] = d->cache[--d->cache_used];
+		}
+		return 1;
+	}
+	if (after != OM_CACHE_SLOTS) {
+		struct om_cache_entry hi = d->cache[after];
+
+		d->cache[after] = *add;
+		join(&d->cache[after], &hi);
+		return 1;
+	}
+	return 0;
+}
+
 /* Take pages back: junk them, cache them, or unmap what does not fit. */
 void
 om_cache_put(struct dir_info *d, void *p, size_t npages, int guarded)
@@ -432,19 +491,21 @@ om_cache_put(struct dir_info *d, void *p, size_t npages, int guarded)
 	if (n > 0)
 		unmap_spans(d, batch, n);
 
-	e = &d->cache[d->cache_used++];
-	memset(e, 0, sizeof(*e));
-	e->p = (uintptr_t)p;
-	e->npages = (uint32_t)npages;
-	e->guarded = (uint8_t)(guarded != 0);
+	struct om_cache_entry add = { .p = (uintptr_t)p,
+		.npages = (uint32_t)npages, .guarded = (uint8_t)(guarded != 0) };
+
 	if (d->junk && datalen > 0) {
 		om_junk_free(mopts.junk_validate_full ? 2 : d->junk, p, datalen);
-		e->junked = 1;
+		add.junked = 1;
 	}
 	if (mopts.opt.freeunmap && datalen > 0 &&
 	    om_os_protect(p, datalen, 0) == 0)
-		e->noaccess = 1;
+		add.noaccess = 1;
 	d->cache_pages += npages;
+	if (!add.guarded && coalesce(d, &add))
+		return;
+	e = &d->cache[d->cache_used++];
+	*e = add;
 }
 
 /* Give every cached page back to the kernel; returns the pages freed. */

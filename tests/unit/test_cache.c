@@ -30,8 +30,11 @@ cached(const struct dir_info *d, const void *p)
 {
 	unsigned int i;
 
+	/* Adjacent runs are merged: p may sit inside a longer one. */
 	for (i = 0; i < d->cache_used; i++)
-		if (d->cache[i].p == (uintptr_t)p)
+		if ((uintptr_t)p >= d->cache[i].p && (uintptr_t)p <
+		    d->cache[i].p + ((uintptr_t)d->cache[i].npages <<
+		    OM_PAGE_SHIFT))
 			return 1;
 	return 0;
 }
@@ -155,7 +158,8 @@ START_TEST(trim_returns_pages)
 	for (i = 0; i < 8; i++)
 		om_cache_put(d, p + ((i * 5) % 8) * OM_PAGE_SIZE, 1, 0);
 	ck_assert_uint_eq(d->cache_pages, 8);
-	ck_assert_uint_eq(d->cache_used, 8);
+	/* Freed in any order, neighbours become one run again. */
+	ck_assert_uint_lt(d->cache_used, 8);
 	om_os_counts(&a);
 	ck_assert_uint_eq(om_cache_trim(d), 8);
 	om_os_counts(&b);
