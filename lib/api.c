@@ -79,8 +79,7 @@ lock(struct dir_info *d)
 	else if (OM_UNLIKELY(!om_mutex_trylock(&d->mtx)))
 		lock_slow(d);
 	d->lock_total++;
-	if (OM_UNLIKELY(!om_pool_ok(d)))
-		om_fatal(d, "internal struct corrupt", d);
+	om_pool_check(d);
 }
 
 OM_INLINE void
@@ -155,12 +154,6 @@ nomem(const char *func)
  * it is not the caller's, the departure (left_from).
  */
 OM_INLINE struct dir_info *
-pool_of(unsigned int i)
-{
-	return i < mopts.npools ? mopts.pools[i] : mopts.conceal;
-}
-
-OM_INLINE struct dir_info *
 found(struct dir_info *own, struct dir_info *d)
 {
 	d->searches_from[own->index]++;
@@ -198,7 +191,7 @@ findpool(struct dir_info *own, const void *p, const char *func,
 
 	if (OM_UNLIKELY(h != 0 && h - 1 != own->index) &&
 	    (h - 1 < mopts.npools || h - 1 == OM_MAX_POOLS))
-		d = pool_of(h - 1 < mopts.npools ? h - 1 : mopts.npools);
+		d = om_pool_at(h - 1 < mopts.npools ? h - 1 : mopts.npools);
 	lock(d);
 	d->func = func;
 	if (OM_LIKELY((*rp = om_region_find(d, p)) != NULL))
@@ -252,7 +245,7 @@ static size_t
 recorded_size(struct dir_info *d, struct region_info *r, void *p)
 {
 	if (OM_REGION_IS_CHUNK(r))
-		return om_chunk_reqsize(d, r, p);
+		return om_chunk_usable(d, r, p);
 	return mopts.opt.chunk_canaries ? r->size : om_region_usable(r);
 }
 
@@ -616,8 +609,7 @@ gather(struct totals *t)
 	if (!__atomic_load_n(&om_ready, __ATOMIC_ACQUIRE))
 		return;
 	for (i = 0; i <= mopts.npools; i++) {
-		struct dir_info *d = i < mopts.npools ? mopts.pools[i] :
-		    mopts.conceal;
+		struct dir_info *d = om_pool_at(i);
 
 		lock(d);
 		t->mapped += d->mapped;
@@ -717,8 +709,7 @@ malloc_trim(size_t pad)
 	if (enter("malloc_trim") == NULL)
 		return 0;
 	for (i = 0; i <= mopts.npools; i++) {
-		struct dir_info *d = i < mopts.npools ? mopts.pools[i] :
-		    mopts.conceal;
+		struct dir_info *d = om_pool_at(i);
 
 		lock(d);
 		d->func = "malloc_trim";
@@ -765,8 +756,7 @@ malloc_info(int options, FILE *fp)
 	fprintf(fp, "<malloc version=\"omalloc-%s\" pools=\"%u\">\n",
 	    OM_VERSION, mopts.npools);
 	for (i = 0; i <= mopts.npools; i++) {
-		struct dir_info *d = i < mopts.npools ? mopts.pools[i] :
-		    mopts.conceal;
+		struct dir_info *d = om_pool_at(i);
 
 		/* Copy the counters under the lock, print without it: stdio
 		 * may allocate. */

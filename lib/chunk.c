@@ -430,13 +430,6 @@ om_chunk_usable(struct dir_info *d, struct region_info *r, void *p)
 	return info->size;
 }
 
-/* The size recorded for p: exact under C, else the slot size. */
-size_t
-om_chunk_reqsize(struct dir_info *d, struct region_info *r, void *p)
-{
-	return om_chunk_usable(d, r, p);
-}
-
 /* Resize in place if newsz stays in p's bucket.  Returns 1 if done. */
 int
 om_chunk_resize(struct dir_info *d, struct region_info *r, void *p,

@@ -230,8 +230,7 @@ om_dump_fd(int fd, int for_fatal)
 	memset(other, 0, sizeof(other));
 	memset(searches, 0, sizeof(searches));
 	for (i = 0; i <= mopts.npools; i++) {
-		struct dir_info *d = i < mopts.npools ? mopts.pools[i] :
-		    mopts.conceal;
+		struct dir_info *d = om_pool_at(i);
 		unsigned int k;
 		int locked = for_fatal ? om_mutex_trylock(&d->mtx) :
 		    (om_lock(d), 1);
@@ -252,8 +251,7 @@ om_dump_fd(int fd, int for_fatal)
 	    "madvise %lu\n", c.mmap, c.munmap, c.mprotect, c.madvise);
 	om_buf_printf(&o, "Depot pages %zu\n", om_cache_depot_pages());
 	for (i = 0; i <= mopts.npools; i++) {
-		struct dir_info *d = i < mopts.npools ? mopts.pools[i] :
-		    mopts.conceal;
+		struct dir_info *d = om_pool_at(i);
 		int locked;
 
 		if (for_fatal)

@@ -26,7 +26,6 @@
 #define OM_COLD		__attribute__((cold, noinline))
 #define OM_NOINLINE	__attribute__((noinline))
 #define OM_INLINE	static inline __attribute__((always_inline))
-#define OM_HIDDEN	__attribute__((visibility("hidden")))
 #if defined(__x86_64__) || defined(__i386__)
 #define OM_CPU_RELAX()	__builtin_ia32_pause()
 #elif defined(__aarch64__)
@@ -107,6 +106,10 @@ struct om_options {
  * returns: the options, the pool array and the global canary.
  */
 struct dir_info;
+/* The fatal path (error.c), declared early for the inline checks below. */
+__attribute__((noreturn)) OM_COLD void om_fatal(struct dir_info *d,
+    const char *reason, const void *p);
+
 struct om_readonly {
 	struct om_options opt;
 	struct dir_info *pools[OM_MAX_POOLS];
@@ -306,7 +309,6 @@ struct dir_info {
 extern int om_ready;
 int om_thread_init(void);
 struct dir_info *om_pool_create(unsigned int index, int conceal);
-void om_pool_check(struct dir_info *d);
 void om_pool_fork_prepare(void);
 void om_pool_fork_parent(void);
 void om_pool_fork_child(void);
@@ -322,6 +324,22 @@ om_pool_ok(const struct dir_info *d)
 {
 	return d->canary1 == ~d->canary2 &&
 	    d->canary1 == (mopts.canary ^ (uintptr_t)d);
+}
+
+/* Security check: a pool whose canaries changed was overwritten. */
+OM_INLINE void
+om_pool_check(struct dir_info *d)
+{
+	if (OM_UNLIKELY(!om_pool_ok(d)))
+		om_fatal(d, "internal struct corrupt", d);
+}
+
+/* Pool i of the array, or the conceal pool for i == npools: the order in
+ * which every walk over all pools goes. */
+OM_INLINE struct dir_info *
+om_pool_at(unsigned int i)
+{
+	return i < mopts.npools ? mopts.pools[i] : mopts.conceal;
 }
 
 /* ------------------------------------------------------------------ */
@@ -342,7 +360,6 @@ void *om_chunk_alloc(struct dir_info *d, size_t sz, unsigned int bucket,
 void om_chunk_free(struct dir_info *d, struct region_info *r, void *p,
     int clear, size_t clearsz);
 size_t om_chunk_usable(struct dir_info *d, struct region_info *r, void *p);
-size_t om_chunk_reqsize(struct dir_info *d, struct region_info *r, void *p);
 int om_chunk_resize(struct dir_info *d, struct region_info *r, void *p,
     size_t newsz);
 void om_chunk_flush_delayed(struct dir_info *d);

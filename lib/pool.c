@@ -67,17 +67,6 @@ om_pool_create(unsigned int index, int conceal)
 	return d;
 }
 
-/* Security check: a pool whose canaries changed was overwritten. */
-void
-om_pool_check(struct dir_info *d)
-{
-	if (OM_UNLIKELY(!om_pool_ok(d)))
-		om_fatal(d, "internal struct corrupt", d);
-}
-
-static void fork_prepare(void);
-static void fork_parent(void);
-static void fork_child(void);
 
 /* Returns 0 when ready, -1 when memory for the pools could not be had. */
 static int
@@ -109,7 +98,8 @@ init_locked(void)
 	if (mopts.conceal == NULL &&
 	    (mopts.conceal = om_pool_create(OM_MAX_POOLS, 1)) == NULL)
 		return -1;
-	pthread_atfork(fork_prepare, fork_parent, fork_child);
+	pthread_atfork(om_pool_fork_prepare, om_pool_fork_parent,
+	    om_pool_fork_child);
 
 	/* The options and the pool array never change from here on. */
 	om_os_readonly(&om_ro, sizeof(om_ro));
@@ -150,18 +140,12 @@ om_thread_init(void)
  * already holds the pool named in om_self; that one is skipped, and the
  * interrupted call releases it when the handler returns.
  */
-static struct dir_info *
-pool_at(unsigned int i)
-{
-	return i < mopts.npools ? mopts.pools[i] : mopts.conceal;
-}
-
 static int
 held_by_me(unsigned int i)
 {
 	uint32_t busy = OM_SELF_BUSY(om_self);
 
-	return busy != 0 && busy - 1 == pool_at(i)->index;
+	return busy != 0 && busy - 1 == om_pool_at(i)->index;
 }
 
 /*
@@ -175,8 +159,8 @@ extern void _IO_list_lock(void);
 extern void _IO_list_unlock(void);
 extern void _IO_list_resetlock(void);
 
-static void
-fork_prepare(void)
+void
+om_pool_fork_prepare(void)
 {
 	unsigned int i;
 	long me;
@@ -193,13 +177,13 @@ fork_prepare(void)
 	fork_owner = me;
 	for (i = 0; i <= mopts.npools; i++)
 		if (!held_by_me(i))
-			if (!om_mutex_trylock(&pool_at(i)->mtx))
-				om_mutex_wait(&pool_at(i)->mtx);
+			if (!om_mutex_trylock(&om_pool_at(i)->mtx))
+				om_mutex_wait(&om_pool_at(i)->mtx);
 	om_cache_fork_prepare();
 }
 
-static void
-fork_parent(void)
+void
+om_pool_fork_parent(void)
 {
 	unsigned int i;
 
@@ -212,14 +196,14 @@ fork_parent(void)
 	om_cache_fork_parent();
 	for (i = 0; i <= mopts.npools; i++)
 		if (!held_by_me(i))
-			om_mutex_unlock(&pool_at(i)->mtx);
+			om_mutex_unlock(&om_pool_at(i)->mtx);
 	fork_owner = 0;
 	pthread_mutex_unlock(&init_mtx);
 	_IO_list_unlock();
 }
 
-static void
-fork_child(void)
+void
+om_pool_fork_child(void)
 {
 	unsigned int i;
 	uint64_t busy;
@@ -232,8 +216,8 @@ fork_child(void)
 	}
 	for (i = 0; i <= mopts.npools; i++) {
 		if (!held_by_me(i)) {
-			pool_at(i)->mtx.w = 0;
-			pool_at(i)->mtx.sleepers = 0;
+			om_pool_at(i)->mtx.w = 0;
+			om_pool_at(i)->mtx.sleepers = 0;
 		}
 	}
 	om_cache_fork_child();
@@ -245,20 +229,3 @@ fork_child(void)
 	_IO_list_resetlock();
 }
 
-void
-om_pool_fork_prepare(void)
-{
-	fork_prepare();
-}
-
-void
-om_pool_fork_parent(void)
-{
-	fork_parent();
-}
-
-void
-om_pool_fork_child(void)
-{
-	fork_child();
-}
