@@ -94,6 +94,23 @@ check_info(struct dir_info *d, struct chunk_info *info)
 		om_fatal(d, "chunk info corrupted", (void *)info->page);
 }
 
+/*
+ * The chunk_info a region-table entry points at, checked both ways: its
+ * canary must hold and it must describe the entry's page, so that a
+ * corrupted table entry or record is caught before it is trusted.
+ */
+static struct chunk_info *
+entry_info(struct dir_info *d, const struct region_info *r)
+{
+	struct chunk_info *info = om_region_chunk(r);
+
+	check_info(d, info);
+	if (OM_UNLIKELY(info->page != OM_REGION_PAGE(r)))
+		om_fatal(d, "region table corrupted",
+		    (void *)OM_REGION_PAGE(r));
+	return info;
+}
+
 /* The slot of p in its page, or fatal if p is not a slot start. */
 unsigned int
 om_chunk_index(struct dir_info *d, struct chunk_info *info, const void *p)
@@ -353,12 +370,11 @@ void
 om_chunk_free(struct dir_info *d, struct region_info *r, void *p, int clear,
     size_t clearsz)
 {
-	struct chunk_info *info = om_region_chunk(r);
+	struct chunk_info *info = entry_info(d, r);
 	unsigned int slot, i;
 	uint64_t bit;
 	struct om_delayed out;
 
-	check_info(d, info);
 	slot = om_chunk_index(d, info, p);
 	bit = 1ULL << (slot & 63);
 	if (OM_UNLIKELY((info->bits[slot >> 6] | info->delayed[slot >> 6]) &
@@ -415,10 +431,9 @@ om_chunk_flush_delayed(struct dir_info *d)
 size_t
 om_chunk_usable(struct dir_info *d, struct region_info *r, void *p)
 {
-	struct chunk_info *info = om_region_chunk(r);
+	struct chunk_info *info = entry_info(d, r);
 	unsigned int slot;
 
-	check_info(d, info);
 	slot = om_chunk_index(d, info, p);
 	if (info->bits[slot >> 6] & (1ULL << (slot & 63)) ||
 	    info->delayed[slot >> 6] & (1ULL << (slot & 63)))
@@ -435,7 +450,7 @@ int
 om_chunk_resize(struct dir_info *d, struct region_info *r, void *p,
     size_t newsz)
 {
-	struct chunk_info *info = om_region_chunk(r);
+	struct chunk_info *info = entry_info(d, r);
 	unsigned int slot;
 
 	if (newsz == 0 || newsz > OM_MAXCHUNK ||

@@ -283,6 +283,32 @@ do_write_after_free(void *arg)
 	om_chunk_flush_delayed(d);
 }
 
+/* A table entry whose chunk_info describes another page is corrupt. */
+static void
+do_table_corrupt(void *arg)
+{
+	char *volatile p = malloc(40);
+	struct dir_info *d = mopts.pools[om_self & mopts.pool_mask];
+	struct region_info *r;
+
+	(void)arg;
+	om_lock(d);
+	r = om_region_find(d, p);
+	om_unlock(d);
+	om_region_chunk(r)->page += OM_PAGE_SIZE;
+	free(p);
+}
+
+START_TEST(table_entry_checked)
+{
+	struct child c;
+
+	unit_init();
+	unit_run(do_table_corrupt, NULL, &c);
+	ck_assert_fatal(&c, "free", "region table corrupted");
+}
+END_TEST
+
 START_TEST(write_after_free)
 {
 	struct child c;
@@ -445,6 +471,7 @@ main(void)
 	tcase_add_test(t, empty_page_released);
 	tcase_add_test(t, inuse_counts);
 	tcase_add_test(t, junk_new);
+	tcase_add_test(t, table_entry_checked);
 	suite_add_tcase(s, t);
 	return unit_main(s);
 }
