@@ -399,22 +399,21 @@ om_cache_get(struct dir_info *d, size_t npages, int guarded, int *zeroed)
 	return map_fresh(d, npages, guarded, zeroed);
 }
 
-/* Entries that may become one: neither guarded, the same protection. */
+/* Entries that may become one: neither guarded, the same protection, and
+ * the same state, so that junked pages are never hidden inside a run that
+ * is not checked (fresh pages are zero, not junk). */
 static int
 mergeable(const struct om_cache_entry *a, const struct om_cache_entry *b)
 {
-	return !a->guarded && !b->guarded && a->noaccess == b->noaccess;
+	return !a->guarded && !b->guarded && a->noaccess == b->noaccess &&
+	    a->junked == b->junked && a->fresh == b->fresh;
 }
 
-/* The entry of lo followed by hi's pages.  The sparse junk of level 1 is
- * only in a run's first page, so the merged run carries lo's flag; full
- * junk must hold everywhere. */
+/* The entry of lo followed by hi's pages (mergeable: same state).  The
+ * sparse junk of level 1 is then checked in the run's first page only. */
 static void
 join(struct om_cache_entry *lo, const struct om_cache_entry *hi)
 {
-	if (mopts.junk_validate_full)
-		lo->junked = lo->junked && hi->junked;
-	lo->fresh = lo->fresh && hi->fresh;
 	lo->npages += hi->npages;
 }
 
@@ -506,6 +505,8 @@ om_cache_put(struct dir_info *d, void *p, size_t npages, int guarded)
 		return;
 	e = &d->cache[d->cache_used++];
 	*e = add;
+	OM_ASSERT(d, d->cache_pages <= d->cache_max &&
+	    d->cache_used <= OM_CACHE_SLOTS);
 }
 
 /* Give every cached page back to the kernel; returns the pages freed. */
