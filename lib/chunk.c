@@ -255,6 +255,8 @@ release_page(struct dir_info *d, struct chunk_info *info)
 static void
 free_slot(struct dir_info *d, struct chunk_info *info, unsigned int slot)
 {
+	OM_ASSERT(d, info->free < info->total);
+	OM_ASSERT(d, !(info->bits[slot >> 6] & (1ULL << (slot & 63))));
 	info->bits[slot >> 6] |= 1ULL << (slot & 63);
 	info->free++;
 	if (info->free == 1)
@@ -292,6 +294,7 @@ om_chunk_alloc(struct dir_info *d, size_t sz, unsigned int bucket, void *f)
 		word = info->bits[w];
 	}
 	slot = (w << 6) + (unsigned int)__builtin_ctzll(word);
+	OM_ASSERT(d, slot < info->total && info->free > 0);
 	info->bits[w] &= ~(1ULL << (slot & 63));
 	if (--info->free == 0)
 		list_remove(d, info);

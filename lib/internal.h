@@ -58,7 +58,6 @@
 #define OM_NBUCKETS	23
 #define OM_CHUNK_LISTS	4		/* random list choice per bucket */
 #define OM_DELAYED	16		/* delayed-free ring, a power of two */
-#define OM_CACHE_MAX	256		/* pages a pool may cache at most */
 #define OM_CACHE_SLOTS	256		/* cache entries (at least one page each) */
 #define OM_HASH_INITIAL 512		/* region slots of a new pool */
 
@@ -66,7 +65,6 @@
 #define OM_JUNK_NEW	0xdb		/* new memory, junk level 2 */
 #define OM_JUNK_FREE64	0xdfdfdfdfdfdfdfdfULL
 
-#define OM_NO_POOL	0xffffffffu
 
 _Static_assert((OM_DEFAULT_POOLS & (OM_DEFAULT_POOLS - 1)) == 0,
     "the default pool count must be a power of two");

@@ -149,6 +149,7 @@ om_region_delete(struct dir_info *d, struct region_info *r)
 
 	d->deletes++;
 	d->regions_free++;
+	OM_ASSERT(d, d->regions_free <= d->regions_total);
 	for (;;) {
 		d->r[i].p = 0;
 		d->r[i].size = 0;
