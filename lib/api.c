@@ -83,13 +83,36 @@ lock(struct dir_info *d)
 }
 
 OM_INLINE void
-unlock(struct dir_info *d)
+release_lock(struct dir_info *d)
 {
 	if (__libc_single_threaded)
 		d->mtx.w = 0;
 	else
 		om_mutex_unlock(&d->mtx);
 	om_self = (uint32_t)om_self;
+}
+
+/* Drop the lock, then give back the ranges evicted while it was held. */
+static OM_NOINLINE void
+unlock_and_unmap(struct dir_info *d)
+{
+	struct om_span s[OM_PENDING];
+	unsigned int i, n = d->npending;
+
+	memcpy(s, d->pending, n * sizeof(s[0]));
+	d->npending = 0;
+	release_lock(d);
+	for (i = 0; i < n; i++)
+		om_os_unmap((void *)s[i].p, s[i].len);
+}
+
+OM_INLINE void
+unlock(struct dir_info *d)
+{
+	if (OM_UNLIKELY(d->npending != 0))
+		unlock_and_unmap(d);
+	else
+		release_lock(d);
 }
 
 void

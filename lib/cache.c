@@ -249,18 +249,13 @@ remove_entry(struct dir_info *d, unsigned int i)
 	d->cache[i] = d->cache[--d->cache_used];
 }
 
-struct span {
-	uintptr_t p;
-	size_t len;
-};
-
 static void
-sort_spans(struct span *s, unsigned int n)
+sort_spans(struct om_span *s, unsigned int n)
 {
 	unsigned int i, j;
 
 	for (i = 1; i < n; i++) {
-		struct span t = s[i];
+		struct om_span t = s[i];
 
 		for (j = i; j > 0 && s[j - 1].p > t.p; j--)
 			s[j] = s[j - 1];
@@ -268,9 +263,10 @@ sort_spans(struct span *s, unsigned int n)
 	}
 }
 
-/* Unmap the spans, merging neighbours into one call. */
+/* Unmap the spans, merging neighbours into one call; most are left for
+ * unlock() to unmap once the pool lock is released. */
 static void
-unmap_spans(struct dir_info *d, struct span *s, unsigned int n)
+unmap_spans(struct dir_info *d, struct om_span *s, unsigned int n)
 {
 	unsigned int i = 0;
 
@@ -281,15 +277,21 @@ unmap_spans(struct dir_info *d, struct span *s, unsigned int n)
 
 		while (++i < n && s[i].p == start + len)
 			len += s[i].len;
-		om_os_unmap((void *)start, len);
 		d->mapped -= len;
+		if (d->npending < OM_PENDING) {
+			/* Unmapped by unlock(), outside the lock. */
+			d->pending[d->npending].p = start;
+			d->pending[d->npending].len = len;
+			d->npending++;
+		} else
+			om_os_unmap((void *)start, len);
 	}
 }
 
 /* Evict entry i to the depot or into the unmap batch, checking its junk
  * first.  A trim (to_depot 0) always unmaps. */
 static void
-evict(struct dir_info *d, unsigned int i, struct span *batch, unsigned int *n,
+evict(struct dir_info *d, unsigned int i, struct om_span *batch, unsigned int *n,
     int to_depot)
 {
 	struct om_cache_entry *e = &d->cache[i];
@@ -461,7 +463,7 @@ coalesce(struct dir_info *d, const struct om_cache_entry *add)
 void
 om_cache_put(struct dir_info *d, void *p, size_t npages, int guarded)
 {
-	struct span batch[OM_CACHE_SLOTS + 1];
+	struct om_span batch[OM_CACHE_SLOTS + 1];
 	unsigned int n = 0;
 	struct om_cache_entry *e;
 	size_t datalen = (npages - (guarded ? 1 : 0)) << OM_PAGE_SHIFT;
@@ -513,7 +515,7 @@ om_cache_put(struct dir_info *d, void *p, size_t npages, int guarded)
 size_t
 om_cache_trim(struct dir_info *d)
 {
-	struct span batch[OM_CACHE_SLOTS + 1];
+	struct om_span batch[OM_CACHE_SLOTS + 1];
 	unsigned int n = 0;
 	size_t pages = d->cache_pages;
 

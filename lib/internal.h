@@ -252,6 +252,13 @@ struct om_delayed {
 	struct chunk_info *info;
 };
 
+/* A range of pages to give back to the kernel. */
+struct om_span {
+	uintptr_t p;
+	size_t len;
+};
+#define OM_PENDING	16	/* unmaps deferred until the lock is dropped */
+
 struct dir_info {
 	uintptr_t canary1;
 	struct om_mutex mtx;
@@ -279,6 +286,15 @@ struct dir_info {
 	struct om_cache_entry cache[OM_CACHE_SLOTS];
 	unsigned int cache_used;	/* entries */
 	size_t cache_pages;		/* pages held */
+
+	/*
+	 * Ranges evicted under the lock, unmapped by unlock() after the lock
+	 * is released: munmap waits for the kernel's mmap lock, which page
+	 * faults of other threads hold, and must not stall the pool.  They
+	 * are no longer reachable from any cache, so nobody can use them.
+	 */
+	struct om_span pending[OM_PENDING];
+	unsigned int npending;
 
 	struct om_rng rng;
 
