@@ -33,7 +33,7 @@ lock_slow(struct dir_info *d)
 
 	if (mopts.opt.dump)
 		clock_gettime(CLOCK_MONOTONIC, &a);
-	om_mutex_wait(&d->mtx);
+	om_mutex_wait(&d->mtx, om_owner());
 	d->lock_contended++;
 	if (mopts.opt.dump) {
 		clock_gettime(CLOCK_MONOTONIC, &b);
@@ -44,21 +44,22 @@ lock_slow(struct dir_info *d)
 }
 
 /* The contended acquire: spin a little (the holder is usually about to
- * release), then mark the word 2 and sleep until woken. */
+ * release), then count itself a sleeper and sleep until woken. */
 void
-om_mutex_wait(struct om_mutex *m)
+om_mutex_wait(struct om_mutex *m, int owner)
 {
-	int i;
+	int i, v;
 
 	for (i = 0; i < 200; i++) {
 		OM_CPU_RELAX();
 		if (__atomic_load_n(&m->w, __ATOMIC_RELAXED) == 0 &&
-		    om_mutex_trylock(m))
+		    om_mutex_trylock(m, owner))
 			return;
 	}
 	__atomic_fetch_add(&m->sleepers, 1, __ATOMIC_SEQ_CST);
-	while (!om_mutex_trylock(m))
-		om_os_futex_wait(&m->w, 1, OM_MUTEX_NAP_NS);
+	while (!om_mutex_trylock(m, owner))
+		if ((v = __atomic_load_n(&m->w, __ATOMIC_RELAXED)) != 0)
+			om_os_futex_wait(&m->w, v, OM_MUTEX_NAP_NS);
 	__atomic_fetch_sub(&m->sleepers, 1, __ATOMIC_RELAXED);
 }
 
@@ -73,10 +74,12 @@ om_mutex_wait(struct om_mutex *m)
 OM_INLINE void
 lock(struct dir_info *d)
 {
+	int owner = om_owner();
+
 	om_self = (uint32_t)om_self | (uint64_t)(d->index + 1) << 32;
 	if (__libc_single_threaded && d->mtx.w == 0)
-		d->mtx.w = 1;
-	else if (OM_UNLIKELY(!om_mutex_trylock(&d->mtx)))
+		d->mtx.w = owner;
+	else if (OM_UNLIKELY(!om_mutex_trylock(&d->mtx, owner)))
 		lock_slow(d);
 	d->lock_total++;
 	om_pool_check(d);
@@ -641,12 +644,7 @@ gather(struct totals *t)
 		t->regions += d->regions_total - d->regions_free;
 		t->cache_entries += d->cache_used;
 		t->contended += d->lock_contended;
-		for (unsigned int k = 0; k <= OM_MAX_POOLS; k++) {
-			t->searches[k < mopts.npools ? k : mopts.npools] +=
-			    d->searches_from[k];
-			t->other[k < mopts.npools ? k : mopts.npools] +=
-			    d->left_from[k];
-		}
+		om_pool_add_searches(d, t->other, t->searches);
 		t->locks += d->lock_total;
 		unlock(d);
 	}

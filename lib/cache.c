@@ -27,8 +27,11 @@
  * while, for a pool whose cache is empty.  Threads come and go, so one
  * pool frees what another allocates; without the depot those pages would
  * make a round trip through the kernel (munmap, then mmap and page faults
- * in the other pool).  Its lock is taken only on those slow paths, always
- * after a pool lock; the fork hooks take it last.
+ * in the other pool).  Under a pool lock it is only ever tried, never
+ * waited for (a busy depot is simply skipped), so no thread holding a pool
+ * lock waits for it: a fork from a signal handler that interrupted a
+ * thread holding the depot cannot deadlock behind such a thread.  The
+ * fork hooks take it last; malloc_trim, holding no pool lock, waits.
  */
 static struct {
 	struct om_mutex mtx;
@@ -37,21 +40,25 @@ static struct {
 	struct om_cache_entry e[DEPOT_SLOTS];
 } depot;
 
-#define OM_SELF_DEPOT ((uint64_t)1 << 63)
-
 static void
 depot_lock(void)
 {
-	om_self |= OM_SELF_DEPOT;
-	if (!om_mutex_trylock(&depot.mtx))
-		om_mutex_wait(&depot.mtx);
+	int owner = om_owner();
+
+	if (!om_mutex_trylock(&depot.mtx, owner))
+		om_mutex_wait(&depot.mtx, owner);
+}
+
+static int
+depot_trylock(void)
+{
+	return om_mutex_trylock(&depot.mtx, om_owner());
 }
 
 static void
 depot_unlock(void)
 {
 	om_mutex_unlock(&depot.mtx);
-	om_self &= ~OM_SELF_DEPOT;
 }
 
 /* Offer an evicted entry; 1 if the depot took it. */
@@ -60,16 +67,30 @@ depot_put(const struct om_cache_entry *e)
 {
 	int taken = 0;
 
-	if (e->guarded || e->npages > DEPOT_RUN)
+	if (e->guarded || e->npages > DEPOT_RUN || !depot_trylock())
 		return 0;
-	depot_lock();
-	if (depot.used < DEPOT_SLOTS && depot.pages + e->npages <= DEPOT_PAGES) {
+	if (depot.used < DEPOT_SLOTS &&
+	    depot.pages + e->npages <= DEPOT_PAGES) {
 		depot.e[depot.used++] = *e;
 		depot.pages += e->npages;
 		taken = 1;
 	}
 	depot_unlock();
 	return taken;
+}
+
+/*
+ * Take npages off the front of run e (longer than that).  Level-1 junk was
+ * written in the run's first page only, so the rest is no longer checked;
+ * full junk (J2, F) holds everywhere.
+ */
+static void
+split_front(struct om_cache_entry *e, size_t npages)
+{
+	e->p += npages << OM_PAGE_SHIFT;
+	e->npages -= (uint32_t)npages;
+	if (!mopts.junk_validate_full)
+		e->junked = 0;
 }
 
 /* Take npages from the depot into *out; 1 if found. */
@@ -79,9 +100,9 @@ depot_get(size_t npages, struct om_cache_entry *out)
 	unsigned int i, best = DEPOT_SLOTS;
 	int found = 0;
 
-	if (__atomic_load_n(&depot.used, __ATOMIC_RELAXED) == 0)
+	if (__atomic_load_n(&depot.used, __ATOMIC_RELAXED) == 0 ||
+	    !depot_trylock())
 		return 0;
-	depot_lock();
 	for (i = 0; i < depot.used; i++) {
 		if (depot.e[i].npages == npages) {
 			best = i;
@@ -96,13 +117,9 @@ depot_get(size_t npages, struct om_cache_entry *out)
 
 		*out = *e;
 		out->npages = (uint32_t)npages;
-		if (e->npages > npages) {
-			/* Split: the rest stays, without its sparse junk. */
-			e->p += npages << OM_PAGE_SHIFT;
-			e->npages -= (uint32_t)npages;
-			if (!mopts.junk_validate_full)
-				e->junked = 0;
-		} else
+		if (e->npages > npages)
+			split_front(e, npages);
+		else
 			*e = depot.e[--depot.used];
 		depot.pages -= npages;
 		found = 1;
@@ -121,9 +138,11 @@ static int fork_depot_mine;
 void
 om_cache_fork_prepare(void)
 {
-	fork_depot_mine = (om_self & OM_SELF_DEPOT) != 0;
-	if (!fork_depot_mine && !om_mutex_trylock(&depot.mtx))
-		om_mutex_wait(&depot.mtx);
+	int me = om_owner();
+
+	fork_depot_mine = __atomic_load_n(&depot.mtx.w, __ATOMIC_RELAXED) == me;
+	if (!fork_depot_mine && !om_mutex_trylock(&depot.mtx, me))
+		om_mutex_wait(&depot.mtx, me);
 }
 
 void
@@ -166,15 +185,6 @@ om_cache_depot_trim(void)
 	return pages;
 }
 
-/* Junk words of a level-1 fill: four, spread over the first page. */
-static size_t
-sparse_step(size_t words)
-{
-	size_t step = words / 4;
-
-	return step == 0 ? 1 : step;
-}
-
 void
 om_junk_free(int level, void *p, size_t sz)
 {
@@ -190,7 +200,7 @@ om_junk_free(int level, void *p, size_t sz)
 	if (sz > OM_PAGE_SIZE)
 		sz = OM_PAGE_SIZE;
 	words = sz / sizeof(uint64_t);
-	step = sparse_step(words);
+	step = om_junk_step(words);
 	for (i = 0; i < words; i += step)
 		lp[i] = OM_JUNK_FREE64;
 }
@@ -206,7 +216,7 @@ void
 om_junk_validate(struct dir_info *d, int full, const void *p, size_t sz)
 {
 	const uint64_t *lp = p;
-	size_t words = sz / sizeof(uint64_t), i, step;
+	size_t words = sz / sizeof(uint64_t), i;
 
 	if (full) {
 		for (i = 0; i < words; i++)
@@ -214,12 +224,8 @@ om_junk_validate(struct dir_info *d, int full, const void *p, size_t sz)
 				write_after_free(d, p);
 		return;
 	}
-	if (words > OM_PAGE_SIZE / sizeof(uint64_t))
-		words = OM_PAGE_SIZE / sizeof(uint64_t);
-	step = sparse_step(words);
-	for (i = 0; i < words; i += step)
-		if (OM_UNLIKELY(lp[i] != OM_JUNK_FREE64))
-			write_after_free(d, p);
+	if (!om_junk_sparse_ok(p, sz > OM_PAGE_SIZE ? OM_PAGE_SIZE : sz))
+		write_after_free(d, p);
 }
 
 static size_t
@@ -291,8 +297,8 @@ unmap_spans(struct dir_info *d, struct om_span *s, unsigned int n)
 /* Evict entry i to the depot or into the unmap batch, checking its junk
  * first.  A trim (to_depot 0) always unmaps. */
 static void
-evict(struct dir_info *d, unsigned int i, struct om_span *batch, unsigned int *n,
-    int to_depot)
+evict(struct dir_info *d, unsigned int i, struct om_span *batch,
+    unsigned int *n, int to_depot)
 {
 	struct om_cache_entry *e = &d->cache[i];
 
@@ -388,11 +394,7 @@ om_cache_get(struct dir_info *d, size_t npages, int guarded, int *zeroed)
 			part.npages = (uint32_t)npages;
 			p = reuse(d, &part, zeroed);
 			if (p != NULL) {
-				e->p += npages << OM_PAGE_SHIFT;
-				e->npages -= (uint32_t)npages;
-				/* Sparse junk was only in the first page. */
-				if (d->junk < 2 && !mopts.opt.freecheck)
-					e->junked = 0;
+				split_front(e, npages);
 				d->cache_pages -= npages;
 				return p;
 			}
@@ -493,10 +495,12 @@ om_cache_put(struct dir_info *d, void *p, size_t npages, int guarded)
 		unmap_spans(d, batch, n);
 
 	struct om_cache_entry add = { .p = (uintptr_t)p,
-		.npages = (uint32_t)npages, .guarded = (uint8_t)(guarded != 0) };
+		.npages = (uint32_t)npages,
+		.guarded = (uint8_t)(guarded != 0) };
 
 	if (d->junk && datalen > 0) {
-		om_junk_free(mopts.junk_validate_full ? 2 : d->junk, p, datalen);
+		om_junk_free(mopts.junk_validate_full ? 2 : d->junk, p,
+		    datalen);
 		add.junked = 1;
 	}
 	if (mopts.opt.freeunmap && datalen > 0 &&

@@ -438,8 +438,7 @@ om_chunk_usable(struct dir_info *d, struct region_info *r, void *p)
 	unsigned int slot;
 
 	slot = om_chunk_index(d, info, p);
-	if (info->bits[slot >> 6] & (1ULL << (slot & 63)) ||
-	    info->delayed[slot >> 6] & (1ULL << (slot & 63)))
+	if (!om_chunk_slot_used(info, slot))
 		om_fatal(d, "use of freed pointer", p);
 	if (info->bucket == 0)
 		return 0;

@@ -198,6 +198,27 @@ dump_pool(struct om_buf *o, struct dir_info *d, unsigned long other,
 	}
 }
 
+/* Lock d for the dump: the fatal path only tries (it may hold a lock and
+ * the heap may be corrupt).  Returns whether d is locked. */
+static int
+dump_lock(struct dir_info *d, int for_fatal)
+{
+	if (for_fatal)
+		return om_mutex_trylock(&d->mtx, om_owner());
+	om_lock(d);
+	d->func = "malloc_gdump";
+	return 1;
+}
+
+static void
+dump_unlock(struct dir_info *d, int for_fatal, int locked)
+{
+	if (locked && for_fatal)
+		om_mutex_unlock(&d->mtx);
+	else if (locked)
+		om_unlock(d);
+}
+
 /*
  * The whole dump to fd.  for_fatal: the caller may hold a pool lock and
  * the heap may be corrupt, so locks are only tried and nothing is freed.
@@ -221,30 +242,20 @@ om_dump_fd(int fd, int for_fatal)
 	}
 	om_buf_printf(&o, "******** Start dump %s *******\n", om_progname());
 	om_buf_printf(&o, "MT=%d M=%u I=1 F=%d U=%d J=%d R=%d X=%d C=%d "
-	    "cache=%d G=%zu\n", !__libc_single_threaded, mopts.npools, mopts.opt.freecheck,
-	    mopts.opt.freeunmap, mopts.opt.junk, mopts.opt.realloc_move,
-	    mopts.opt.xmalloc, mopts.opt.chunk_canaries, mopts.opt.cache_pages,
-	    mopts.guard);
+	    "cache=%d G=%zu\n", !__libc_single_threaded, mopts.npools,
+	    mopts.opt.freecheck, mopts.opt.freeunmap, mopts.opt.junk,
+	    mopts.opt.realloc_move, mopts.opt.xmalloc, mopts.opt.chunk_canaries,
+	    mopts.opt.cache_pages, mopts.guard);
 	/* Lookups are counted by the pool that owned the pointer: add them
 	 * up per starting pool first. */
 	memset(other, 0, sizeof(other));
 	memset(searches, 0, sizeof(searches));
 	for (i = 0; i <= mopts.npools; i++) {
 		struct dir_info *d = om_pool_at(i);
-		unsigned int k;
-		int locked = for_fatal ? om_mutex_trylock(&d->mtx) :
-		    (om_lock(d), 1);
+		int locked = dump_lock(d, for_fatal);
 
-		for (k = 0; k <= OM_MAX_POOLS; k++) {
-			unsigned int to = k < mopts.npools ? k : mopts.npools;
-
-			other[to] += d->left_from[k];
-			searches[to] += d->searches_from[k];
-		}
-		if (locked && for_fatal)
-			om_mutex_unlock(&d->mtx);
-		else if (locked)
-			om_unlock(d);
+		om_pool_add_searches(d, other, searches);
+		dump_unlock(d, for_fatal, locked);
 	}
 	om_os_counts(&c);
 	om_buf_printf(&o, "Syscalls mmap %lu munmap %lu mprotect %lu "
@@ -252,23 +263,14 @@ om_dump_fd(int fd, int for_fatal)
 	om_buf_printf(&o, "Depot pages %zu\n", om_cache_depot_pages());
 	for (i = 0; i <= mopts.npools; i++) {
 		struct dir_info *d = om_pool_at(i);
-		int locked;
+		int locked = dump_lock(d, for_fatal);
 
-		if (for_fatal)
-			locked = om_mutex_trylock(&d->mtx);
-		else {
-			om_lock(d);
-			d->func = "malloc_gdump";
+		if (!for_fatal)
 			om_chunk_flush_delayed(d);
-			locked = 1;
-		}
 		dump_pool(&o, d, other[i], searches[i]);
 		if (mopts.opt.dump)
 			leak_gather(d, &l);
-		if (locked && for_fatal)
-			om_mutex_unlock(&d->mtx);
-		else if (locked)
-			om_unlock(d);
+		dump_unlock(d, for_fatal, locked);
 	}
 	if (mopts.opt.dump)
 		leak_print(&o, &l);

@@ -58,7 +58,7 @@
 #define OM_NBUCKETS	23
 #define OM_CHUNK_LISTS	4		/* random list choice per bucket */
 #define OM_DELAYED	16		/* delayed-free ring, a power of two */
-#define OM_CACHE_SLOTS	256		/* cache entries (at least one page each) */
+#define OM_CACHE_SLOTS	256		/* cache entries, a page or more each */
 #define OM_HASH_INITIAL 512		/* region slots of a new pool */
 
 #define OM_JUNK_FREE	0xdf		/* freed memory */
@@ -176,24 +176,26 @@ om_rword(struct om_rng *r)
  * reads `sleepers` without a fence, so a wake-up can be missed in a window
  * of a few instructions; the timeout bounds what that costs (a sleeper
  * retries after OM_MUTEX_NAP_NS), and correctness never depends on it.
+ * The word holds the owner's thread id, so the fork hooks know for sure
+ * which locks the forking thread already holds.
  */
 struct om_mutex {
-	int w;			/* 0 free, 1 held */
+	int w;			/* 0 free, else the owner's thread id */
 	int sleepers;		/* threads in futex_wait on w */
 };
 #define OM_MUTEX_NAP_NS 200000
 
 void om_os_futex_wait(int *w, int val, long ns);
 void om_os_futex_wake(int *w);
-void om_mutex_wait(struct om_mutex *m);
+void om_mutex_wait(struct om_mutex *m, int owner);
 
 OM_INLINE int
-om_mutex_trylock(struct om_mutex *m)
+om_mutex_trylock(struct om_mutex *m, int owner)
 {
 	int z = 0;
 
-	return __atomic_compare_exchange_n(&m->w, &z, 1, 0, __ATOMIC_ACQUIRE,
-	    __ATOMIC_RELAXED);
+	return __atomic_compare_exchange_n(&m->w, &z, owner, 0,
+	    __ATOMIC_ACQUIRE, __ATOMIC_RELAXED);
 }
 
 OM_INLINE void
@@ -232,7 +234,7 @@ struct chunk_info {
 	uint16_t total;			/* slots in the page */
 	uint16_t list;			/* the list it sits on */
 	uint16_t onlist;
-	uint32_t recip;			/* ceil(2^32 / size): slot = off*recip>>32 */
+	uint32_t recip;			/* ceil(2^32/size): off*recip >> 32 */
 	uint64_t bits[OM_BITWORDS];	/* 1: slot free */
 	uint64_t delayed[OM_BITWORDS];	/* 1: slot sitting in the ring */
 	/* then uint16_t reqsize[total] with C, then void *f[total] with D */
@@ -323,6 +325,8 @@ struct dir_info {
 extern int om_ready;
 int om_thread_init(void);
 struct dir_info *om_pool_create(unsigned int index, int conceal);
+void om_pool_add_searches(const struct dir_info *d, unsigned long *other,
+    unsigned long *searches);
 void om_pool_fork_prepare(void);
 void om_pool_fork_parent(void);
 void om_pool_fork_child(void);
@@ -330,6 +334,17 @@ void om_pool_fork_child(void);
 /* The per-thread word: kernel thread id, and the pool being held + 1. */
 extern __thread uint64_t om_self;
 #define OM_SELF_TID(s)	((uint32_t)(s))
+
+long om_os_gettid(void);
+
+/* The calling thread's lock-owner id: its kernel thread id, never 0. */
+OM_INLINE int
+om_owner(void)
+{
+	uint32_t t = OM_SELF_TID(om_self);
+
+	return t != 0 ? (int)t : (int)om_os_gettid();
+}
 #define OM_SELF_BUSY(s) ((uint32_t)((s) >> 32) & 0xffff)
 #define OM_SELF_INIT	0xffffu		/* busy value while initialising */
 
@@ -445,15 +460,20 @@ void om_cache_fork_parent(void);
 void om_cache_fork_child(void);
 void om_junk_free(int level, void *p, size_t sz);
 
-/* The level-1 check of a freed chunk: four words spread over it. */
+/* Level-1 junk: four words spread over the block (its first page). */
+OM_INLINE size_t
+om_junk_step(size_t words)
+{
+	return words / 4 == 0 ? 1 : words / 4;
+}
+
+/* The level-1 check: the four junk words of a block of sz bytes. */
 OM_INLINE int
 om_junk_sparse_ok(const void *p, size_t sz)
 {
 	const uint64_t *lp = p;
-	size_t words = sz / sizeof(uint64_t), step = words / 4;
+	size_t words = sz / sizeof(uint64_t), step = om_junk_step(words);
 
-	if (step == 0)
-		step = 1;
 	for (size_t i = 0; i < words; i += step)
 		if (lp[i] != OM_JUNK_FREE64)
 			return 0;
@@ -476,7 +496,6 @@ int om_os_guard(void *p, size_t len);
 int om_os_unguard(void *p, size_t len);
 void om_os_counts(struct om_os_counts *c);
 void om_os_readonly(void *p, size_t len);
-long om_os_gettid(void);
 long om_os_getpid(void);
 int om_os_write(int fd, const void *buf, size_t len);
 

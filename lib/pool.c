@@ -23,7 +23,7 @@ int om_ready;
 
 /* Fork bookkeeping: the forking thread and its nesting depth (a static
  * glibc calls the __malloc_fork_* hooks inside the pthread_atfork ones). */
-static long fork_owner;
+static int fork_owner;
 static int fork_nest;
 
 /*
@@ -67,6 +67,26 @@ om_pool_create(unsigned int index, int conceal)
 	return d;
 }
 
+
+/*
+ * Add d's lookup counts to other[] and searches[], indexed by the pool the
+ * lookups started in (npools for the conceal pool): the owner counts them
+ * (searches_from, left_from), the dump reports them per starting pool.
+ * Pool locked.
+ */
+void
+om_pool_add_searches(const struct dir_info *d, unsigned long *other,
+    unsigned long *searches)
+{
+	unsigned int k;
+
+	for (k = 0; k <= OM_MAX_POOLS; k++) {
+		unsigned int to = k < mopts.npools ? k : mopts.npools;
+
+		other[to] += d->left_from[k];
+		searches[to] += d->searches_from[k];
+	}
+}
 
 /* Returns 0 when ready, -1 when memory for the pools could not be had. */
 static int
@@ -136,17 +156,13 @@ om_thread_init(void)
 /*
  * Fork: every pool lock is taken before fork and released after it in the
  * parent; the child re-initialises them, since it has one thread.  A
- * thread that forks from a signal handler interrupting the allocator
- * already holds the pool named in om_self; that one is skipped, and the
- * interrupted call releases it when the handler returns.
+ * thread that forks from a signal handler interrupting the allocator may
+ * already hold a pool lock (its word holds this thread's id): that one is
+ * skipped, and the interrupted call releases it when the handler returns.
+ * A lock the interrupted call was only waiting for is taken like any
+ * other.  fork_took[] remembers which locks the prepare hook took.
  */
-static int
-held_by_me(unsigned int i)
-{
-	uint32_t busy = OM_SELF_BUSY(om_self);
-
-	return busy != 0 && busy - 1 == om_pool_at(i)->index;
-}
+static unsigned char fork_took[OM_MAX_POOLS + 1];
 
 /*
  * glibc's stdio list lock.  glibc's fork takes it before its own malloc's
@@ -163,22 +179,25 @@ void
 om_pool_fork_prepare(void)
 {
 	unsigned int i;
-	long me;
+	int me;
 
 	if (!__atomic_load_n(&om_ready, __ATOMIC_ACQUIRE))
 		return;
-	me = (long)OM_SELF_TID(om_self);
-	if (me != 0 && __atomic_load_n(&fork_owner, __ATOMIC_RELAXED) == me) {
+	me = om_owner();
+	if (__atomic_load_n(&fork_owner, __ATOMIC_RELAXED) == me) {
 		fork_nest++;
 		return;
 	}
 	_IO_list_lock();
 	pthread_mutex_lock(&init_mtx);
 	fork_owner = me;
-	for (i = 0; i <= mopts.npools; i++)
-		if (!held_by_me(i))
-			if (!om_mutex_trylock(&om_pool_at(i)->mtx))
-				om_mutex_wait(&om_pool_at(i)->mtx);
+	for (i = 0; i <= mopts.npools; i++) {
+		struct om_mutex *m = &om_pool_at(i)->mtx;
+
+		fork_took[i] = __atomic_load_n(&m->w, __ATOMIC_RELAXED) != me;
+		if (fork_took[i] && !om_mutex_trylock(m, me))
+			om_mutex_wait(m, me);
+	}
 	om_cache_fork_prepare();
 }
 
@@ -195,7 +214,7 @@ om_pool_fork_parent(void)
 	}
 	om_cache_fork_parent();
 	for (i = 0; i <= mopts.npools; i++)
-		if (!held_by_me(i))
+		if (fork_took[i])
 			om_mutex_unlock(&om_pool_at(i)->mtx);
 	fork_owner = 0;
 	pthread_mutex_unlock(&init_mtx);
@@ -215,7 +234,7 @@ om_pool_fork_child(void)
 		return;
 	}
 	for (i = 0; i <= mopts.npools; i++) {
-		if (!held_by_me(i)) {
+		if (fork_took[i]) {
 			om_pool_at(i)->mtx.w = 0;
 			om_pool_at(i)->mtx.sleepers = 0;
 		}

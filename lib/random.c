@@ -3,8 +3,8 @@
  *
  * A ChaCha8 keystream (eight rounds: ample for placement decisions, and
  * the key is replaced at every refill), keyed from getrandom(2) once per
- * process and once per pool, fills a 512-byte buffer per pool; the allocator consumes it a
- * byte at a time (om_rbyte) under the pool lock.  Fast path: a buffer
+ * process and once per pool, fills a 512-byte buffer per pool; the
+ * allocator consumes it a byte at a time (om_rbyte) under the pool lock.  Fast path: a buffer
  * index increment.  Invariant: no two pools share a key.
  */
 #include "internal.h"

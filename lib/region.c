@@ -279,8 +279,12 @@ om_region_alloc(struct dir_info *d, size_t sz, size_t align, int zero,
 		memset(p + off, 0, sz);
 	else if (!zero && d->junk >= 2)
 		memset(p + off, OM_JUNK_NEW, sz);
-	if (mopts.opt.chunk_canaries)
-		fill_canary(om_region_find(d, p));
+	if (mopts.opt.chunk_canaries) {
+		/* The entry just inserted, without probing the table again. */
+		struct region_info r = { .p = (uintptr_t)p | off, .size = sz };
+
+		fill_canary(&r);
+	}
 	return p + off;
 }
 
@@ -346,8 +350,8 @@ om_region_realloc(struct dir_info *d, struct region_info *r, void *p,
 		if (mopts.guard)
 			return NULL;
 		d->cheap_realloc_tries++;
-		om_cache_put(d, page + newlen, (oldlen - newlen) >> OM_PAGE_SHIFT,
-		    0);
+		om_cache_put(d, page + newlen,
+		    (oldlen - newlen) >> OM_PAGE_SHIFT, 0);
 		d->inuse -= oldlen - newlen;
 		d->cheap_reallocs++;
 	} else if (newlen > oldlen) {
