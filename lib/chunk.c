@@ -76,6 +76,9 @@ om_chunk_init_sizes(void)
 		mopts.bucket_recip[b] =
 		    (uint32_t)((((uint64_t)1 << 32) + size - 1) / size);
 		mopts.info_size[b] = (uint16_t)((rec + 15) & ~(size_t)15);
+		for (i = 0; i < 4; i++)
+			mopts.junk_off[b][i] = (uint16_t)(i * (size / 8) /
+			    4 * 8);
 	}
 	mopts.size_bucket[0] = 0;
 	for (i = 1, b = 1; i <= OM_MAXCHUNK / OM_MINSIZE; i++) {
@@ -109,6 +112,17 @@ entry_info(struct dir_info *d, const struct region_info *r)
 		om_fatal(d, "region table corrupted",
 		    (void *)OM_REGION_PAGE(r));
 	return info;
+}
+
+/* A freed chunk's junk, checked as it is reused or leaves the ring: in
+ * full under J2 and F, else its four junk words. */
+OM_INLINE void
+check_junk(struct dir_info *d, void *p, unsigned int bucket, size_t size)
+{
+	if (OM_UNLIKELY(mopts.junk_validate_full))
+		om_junk_validate(d, 1, p, size);
+	else if (OM_UNLIKELY(!om_junk_chunk_ok(p, bucket)))
+		om_fatal(d, "write after free", p);
 }
 
 /* The slot of p in its page, or fatal if p is not a slot start. */
@@ -161,6 +175,7 @@ list_push(struct dir_info *d, struct chunk_info *info)
 	if (*head != NULL)
 		(*head)->prev = info;
 	*head = info;
+	d->chunk_lists[info->bucket] |= (uint8_t)(1u << l);
 	info->onlist = 1;
 	d->chunk_pages_avail[info->bucket]++;
 }
@@ -170,8 +185,9 @@ list_remove(struct dir_info *d, struct chunk_info *info)
 {
 	if (info->prev != NULL)
 		info->prev->next = info->next;
-	else
-		d->chunk_dir[info->bucket][info->list] = info->next;
+	else if ((d->chunk_dir[info->bucket][info->list] = info->next) ==
+	    NULL)
+		d->chunk_lists[info->bucket] &= (uint8_t)~(1u << info->list);
 	if (info->next != NULL)
 		info->next->prev = info->prev;
 	info->onlist = 0;
@@ -266,21 +282,52 @@ free_slot(struct dir_info *d, struct chunk_info *info, unsigned int slot)
 		release_page(d, info);
 }
 
+/* The options' share of handing out slot: callers and sizes (D),
+ * malloc(0) objects, junk levels 0 and 2, canaries (C). */
+static OM_NOINLINE void *
+alloc_extras(struct dir_info *d, struct chunk_info *info, unsigned int slot,
+    char *p, size_t sz, void *f)
+{
+	unsigned int bucket = info->bucket, size = info->size;
+
+	if (mopts.opt.dump) {
+		callers(info)[slot] = f;
+		reqsizes(info)[slot] = (uint16_t)sz;
+	}
+	if (bucket == 0)
+		return p;
+	d->inuse += size;
+	if (d->junk) {
+		check_junk(d, p, bucket, size);
+		if (d->junk >= 2)
+			memset(p, OM_JUNK_NEW, sz);
+	}
+	if (mopts.opt.chunk_canaries) {
+		reqsizes(info)[slot] = (uint16_t)sz;
+		memset(p + sz, mopts.canary_byte, size - sz);
+	}
+	return p;
+}
+
 void *
 om_chunk_alloc(struct dir_info *d, size_t sz, unsigned int bucket, void *f)
 {
-	unsigned int l = om_rbyte(&d->rng) & (OM_CHUNK_LISTS - 1), k;
-	struct chunk_info *info = d->chunk_dir[bucket][l];
+	unsigned int lists = d->chunk_lists[bucket], l;
+	struct chunk_info *info;
 	unsigned int start, w, slot, size;
 	uint64_t word;
 	char *p;
 
-	if (OM_UNLIKELY(info == NULL)) {
-		for (k = 1; k < OM_CHUNK_LISTS && info == NULL; k++)
-			info = d->chunk_dir[bucket][(l + k) &
-			    (OM_CHUNK_LISTS - 1)];
-		if (info == NULL && (info = make_chunks(d, bucket)) == NULL)
+	if (OM_UNLIKELY(lists == 0)) {
+		if ((info = make_chunks(d, bucket)) == NULL)
 			return NULL;
+	} else {
+		/* A random list; if empty, the next one that is not, without
+		 * a branch: rotate the mask of non-empty lists to l. */
+		l = om_rbyte(&d->rng) & (OM_CHUNK_LISTS - 1);
+		l = (l + (unsigned int)__builtin_ctz((lists | lists <<
+		    OM_CHUNK_LISTS) >> l)) & (OM_CHUNK_LISTS - 1);
+		info = d->chunk_dir[bucket][l];
 	}
 	check_info(d, info);
 
@@ -301,24 +348,11 @@ om_chunk_alloc(struct dir_info *d, size_t sz, unsigned int bucket, void *f)
 
 	size = info->size;
 	p = (char *)info->page + (size_t)slot * size;
-	if (mopts.opt.dump) {
-		callers(info)[slot] = f;
-		reqsizes(info)[slot] = (uint16_t)sz;
-	}
-	if (OM_UNLIKELY(bucket == 0))
-		return p;
+	if (OM_UNLIKELY(d->extras | (bucket == 0)))
+		return alloc_extras(d, info, slot, p, sz, f);
+	/* Junk level 1, nothing else to record. */
 	d->inuse += size;
-	if (d->junk) {
-		if (OM_UNLIKELY(mopts.junk_validate_full ||
-		    !om_junk_sparse_ok(p, size)))
-			om_junk_validate(d, mopts.junk_validate_full, p, size);
-		if (d->junk >= 2)
-			memset(p, OM_JUNK_NEW, sz);
-	}
-	if (mopts.opt.chunk_canaries) {
-		reqsizes(info)[slot] = (uint16_t)sz;
-		memset(p + sz, mopts.canary_byte, size - sz);
-	}
+	check_junk(d, p, bucket, size);
 	return p;
 }
 
@@ -363,10 +397,46 @@ undelay(struct dir_info *d, void *p, struct chunk_info *info)
 	check_info(d, info);
 	slot = om_chunk_index(d, info, p);
 	info->delayed[slot >> 6] &= ~(1ULL << (slot & 63));
-	if (d->junk && info->bucket != 0 && OM_UNLIKELY(
-	    mopts.junk_validate_full || !om_junk_sparse_ok(p, info->size)))
-		om_junk_validate(d, mopts.junk_validate_full, p, info->size);
+	if (d->junk && info->bucket != 0)
+		check_junk(d, p, info->bucket, info->size);
 	free_slot(d, info, slot);
+}
+
+/*
+ * The options' share of a free before the chunk enters the delayed ring:
+ * callers (D), canaries (C), clearing (freezero), junk levels 0 and 2,
+ * freecheck (F).  Returns 1 if the slot was released at once instead
+ * (malloc(0) objects, conceal memory).
+ */
+static OM_NOINLINE int
+free_extras(struct dir_info *d, struct chunk_info *info, unsigned int slot,
+    void *p, size_t clearsz)
+{
+	if (mopts.opt.dump)
+		callers(info)[slot] = NULL;
+	if (info->bucket == 0) {
+		free_slot(d, info, slot);
+		return 1;
+	}
+	if (mopts.opt.chunk_canaries)
+		check_canary(d, info, slot, p);
+	d->inuse -= info->size;
+	if (clearsz > 0)
+		memset(p, 0, clearsz);
+	if (d->conceal) {
+		/* Conceal memory is cleared and released at once. */
+		memset(p, 0, info->size);
+		__asm__ __volatile__("" : : "r"(p) : "memory");
+		free_slot(d, info, slot);
+		return 1;
+	}
+	if (OM_UNLIKELY(mopts.junk_validate_full))
+		memset(p, OM_JUNK_FREE, info->size);
+	else if (d->junk)
+		om_junk_chunk(p, info->bucket);
+	if (OM_UNLIKELY(mopts.opt.freecheck))
+		check_ring(d);
+	return 0;
 }
 
 void
@@ -383,28 +453,13 @@ om_chunk_free(struct dir_info *d, struct region_info *r, void *p, int clear,
 	if (OM_UNLIKELY((info->bits[slot >> 6] | info->delayed[slot >> 6]) &
 	    bit))
 		om_fatal(d, "double free", p);
-	if (mopts.opt.dump)
-		callers(info)[slot] = NULL;
-	if (OM_UNLIKELY(info->bucket == 0)) {
-		free_slot(d, info, slot);
-		return;
+	if (OM_UNLIKELY(d->extras | clear | (info->bucket == 0))) {
+		if (free_extras(d, info, slot, p, clearsz))
+			return;
+	} else {
+		d->inuse -= info->size;
+		om_junk_chunk(p, info->bucket);
 	}
-	if (mopts.opt.chunk_canaries)
-		check_canary(d, info, slot, p);
-	d->inuse -= info->size;
-	if (clear && clearsz > 0)
-		memset(p, 0, clearsz);
-	if (d->conceal) {
-		/* Conceal memory is cleared and released at once. */
-		memset(p, 0, info->size);
-		__asm__ __volatile__("" : : "r"(p) : "memory");
-		free_slot(d, info, slot);
-		return;
-	}
-	if (d->junk)
-		memset(p, OM_JUNK_FREE, info->size);
-	if (OM_UNLIKELY(mopts.opt.freecheck))
-		check_ring(d);
 
 	i = om_rbyte(&d->rng) & (OM_DELAYED - 1);
 	out = d->delayed[i];

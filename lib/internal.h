@@ -120,6 +120,7 @@ struct om_readonly {
 	uint16_t bucket_total[OM_NBUCKETS]; /* slots per chunk page */
 	uint32_t bucket_recip[OM_NBUCKETS]; /* ceil(2^32 / slot size) */
 	uint8_t size_bucket[OM_MAXCHUNK / OM_MINSIZE + 1];
+	uint16_t junk_off[OM_NBUCKETS][4]; /* level-1 junk words of a chunk */
 	uint8_t canary_byte;		/* fill of chunk canaries, C */
 	int junk_validate_full;		/* J2, F: check every junk byte */
 };
@@ -268,6 +269,7 @@ struct dir_info {
 	unsigned int index;		/* position in mopts.pools */
 	int conceal;			/* malloc_conceal's pool */
 	int junk;			/* junk level of this pool */
+	int extras;			/* more than junk level 1 to do */
 	unsigned int cache_max;		/* pages */
 
 	/* Region hash table: open addressing, linear probing. */
@@ -278,6 +280,7 @@ struct dir_info {
 
 	/* Chunk pages with free slots, per bucket, on OM_CHUNK_LISTS lists. */
 	struct chunk_info *chunk_dir[OM_NBUCKETS][OM_CHUNK_LISTS];
+	uint8_t chunk_lists[OM_NBUCKETS];	/* bit l: list l not empty */
 	unsigned int chunk_pages_avail[OM_NBUCKETS];
 	struct chunk_info *info_free[OM_NBUCKETS];	/* spare records */
 
@@ -480,6 +483,36 @@ om_junk_sparse_ok(const void *p, size_t sz)
 	return 1;
 }
 void om_junk_validate(struct dir_info *d, int full, const void *p, size_t sz);
+
+/*
+ * Level-1 junk of a freed chunk: the same four words as om_junk_free puts
+ * in a block (all of a chunk of four words or less), from offsets fixed
+ * per bucket at initialisation, so that free and reuse pay four stores
+ * and four loads whatever the chunk size.  Word 0, where a stale pointer
+ * is most often written through, is always one of them.
+ */
+OM_INLINE void
+om_junk_chunk(void *p, unsigned int bucket)
+{
+	const uint16_t *o = mopts.junk_off[bucket];
+	char *c = p;
+
+	for (int k = 0; k < 4; k++)
+		*(uint64_t *)(void *)(c + o[k]) = OM_JUNK_FREE64;
+}
+
+OM_INLINE int
+om_junk_chunk_ok(const void *p, unsigned int bucket)
+{
+	const uint16_t *o = mopts.junk_off[bucket];
+	const char *c = p;
+	uint64_t x = 0;
+
+	for (int k = 0; k < 4; k++)
+		x |= *(const uint64_t *)(const void *)(c + o[k]) ^
+		    OM_JUNK_FREE64;
+	return x == 0;
+}
 
 /* ------------------------------------------------------------------ */
 /* The operating system (os.c): the only caller of mmap and friends. */

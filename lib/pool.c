@@ -55,6 +55,9 @@ om_pool_create(unsigned int index, int conceal)
 	d->conceal = conceal;
 	d->func = "malloc";
 	d->junk = conceal ? 0 : mopts.opt.junk;
+	/* Chunks take a short path unless an option asks for more. */
+	d->extras = conceal || d->junk != 1 || mopts.junk_validate_full ||
+	    mopts.opt.dump || mopts.opt.chunk_canaries || mopts.opt.freecheck;
 	d->cache_max = conceal ? 0 : (unsigned int)mopts.opt.cache_pages;
 	om_random_seed(&d->rng);
 	d->mapped = len;

@@ -283,6 +283,19 @@ do_write_after_free(void *arg)
 	om_chunk_flush_delayed(d);
 }
 
+/* The same, through the last of the four junk words of a 1 KiB chunk. */
+static void
+do_write_after_free_last_word(void *arg)
+{
+	struct dir_info *d = unit_pool();
+	char *p = chunk_get(d, 1024);
+
+	(void)arg;
+	chunk_put(d, p);
+	p[mopts.junk_off[om_bucket_of(1024)][3] + 7] = 'x';
+	om_chunk_flush_delayed(d);
+}
+
 /* A table entry whose chunk_info describes another page is corrupt. */
 static void
 do_table_corrupt(void *arg)
@@ -318,6 +331,45 @@ START_TEST(write_after_free)
 		return;
 	unit_run(do_write_after_free, NULL, &c);
 	ck_assert_fatal(&c, "malloc", "write after free");
+	unit_run(do_write_after_free_last_word, NULL, &c);
+	ck_assert_fatal(&c, "malloc", "write after free");
+}
+END_TEST
+
+/*
+ * What free leaves in a chunk of every size: at level 1 the first word
+ * and three more spread over it (all of a chunk of four words or less),
+ * the rest untouched; under J2 and F every byte.
+ */
+START_TEST(junk_words)
+{
+	struct dir_info *d = unit_pool();
+	unsigned int b, i;
+
+	if (d->junk == 0)
+		return;
+	for (b = 1; b < OM_NBUCKETS; b++) {
+		size_t size = om_bucket_size[b], words = size / 8, n = 0;
+		uint64_t *p = chunk_get(d, size);
+
+		ck_assert_ptr_nonnull(p);
+		memset(p, 0x11, size);
+		chunk_put(d, p);
+		for (i = 0; i < words; i++) {
+			if (p[i] == OM_JUNK_FREE64)
+				n++;
+			else
+				ck_assert_uint_eq(p[i], 0x1111111111111111ULL);
+		}
+		if (mopts.junk_validate_full) {
+			ck_assert_uint_eq(n, words);
+			continue;
+		}
+		ck_assert_uint_eq(p[0], OM_JUNK_FREE64);
+		ck_assert_uint_eq(n, words < 4 ? words : 4);
+		ck_assert_uint_eq(p[mopts.junk_off[b][3] / 8], OM_JUNK_FREE64);
+		ck_assert_uint_ge(mopts.junk_off[b][3], size / 2);
+	}
 }
 END_TEST
 
@@ -465,6 +517,7 @@ main(void)
 	tcase_add_test(t, api_free_then_malloc);
 	tcase_add_test(t, double_free);
 	tcase_add_test(t, write_after_free);
+	tcase_add_test(t, junk_words);
 	tcase_add_test(t, canary);
 	tcase_add_test(t, info_canary);
 	tcase_add_test(t, malloc_zero);
