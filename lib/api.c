@@ -95,7 +95,8 @@ release_lock(struct dir_info *d)
 	om_self = (uint32_t)om_self;
 }
 
-/* Drop the lock, then give back the ranges evicted while it was held. */
+/* Drop the lock, then give back the ranges evicted while it was held: to
+ * the depot where it takes them, else to the kernel. */
 static OM_NOINLINE void
 unlock_and_unmap(struct dir_info *d)
 {
@@ -105,8 +106,16 @@ unlock_and_unmap(struct dir_info *d)
 	memcpy(s, d->pending, n * sizeof(s[0]));
 	d->npending = 0;
 	release_lock(d);
-	for (i = 0; i < n; i++)
-		om_os_unmap((void *)s[i].p, s[i].len);
+	for (i = 0; i < n; i++) {
+		struct om_cache_entry out;
+
+		if (s[i].offer.npages == 0 ||
+		    !om_cache_depot_offer(&s[i].offer, &out))
+			om_os_unmap((void *)s[i].p, s[i].len);
+		else if (out.npages != 0)
+			om_os_unmap((void *)out.p,
+			    (size_t)out.npages << OM_PAGE_SHIFT);
+	}
 }
 
 OM_INLINE void

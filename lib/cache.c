@@ -18,25 +18,53 @@
 #include "internal.h"
 
 #define BATCH_PAGES 16		/* pages mapped at once for chunk pages */
-#define DEPOT_SLOTS 128
-#define DEPOT_PAGES 256		/* at most 1 MiB waits in the depot */
-#define DEPOT_RUN 16		/* longer runs are not worth keeping */
+#define DEPOT_SLOTS 2048	/* enough for DEPOT_MAX single pages */
+#define DEPOT_RUN 64		/* longer runs are not worth keeping */
+#define DEPOT_MIN 256		/* pages the depot may hold from the start */
+#define DEPOT_MAX 2048		/* and at most (8 MiB), however it grows */
+#define DEPOT_NONE 0xffffu
+#define DEPOT_DECAY 4096	/* takes between halvings of the demand */
 
 /*
- * The depot: pages evicted from a pool's full cache wait here, a little
- * while, for a pool whose cache is empty.  Threads come and go, so one
- * pool frees what another allocates; without the depot those pages would
- * make a round trip through the kernel (munmap, then mmap and page faults
- * in the other pool).  Under a pool lock it is only ever tried, never
- * waited for (a busy depot is simply skipped), so no thread holding a pool
- * lock waits for it: a fork from a signal handler that interrupted a
- * thread holding the depot cannot deadlock behind such a thread.  The
- * fork hooks take it last; malloc_trim, holding no pool lock, waits.
+ * The depot: pages evicted from a pool's full cache wait here for a pool
+ * whose cache is empty.  Threads come and go, so one pool frees what
+ * another allocates; without the depot those pages would make a round
+ * trip through the kernel (munmap, then mmap and page faults in the other
+ * pool).  Under a pool lock it is only ever tried, never waited for (a
+ * busy depot is simply skipped), so no thread holding a pool lock waits
+ * for it: a fork from a signal handler that interrupted a thread holding
+ * the depot cannot deadlock behind such a thread.  The fork hooks take it
+ * last; malloc_trim, holding no pool lock, waits.
+ *
+ * Size: it starts at 1 MiB and grows by what the program proves it
+ * needs, up to 8 MiB.  It keeps, per run length, the recent demand
+ * (takes and misses, halved every DEPOT_DECAY takes) and the runs it
+ * turned away for lack of room.  A miss that has to map new pages, where
+ * a run long enough had been turned away, raises the limit (by what the
+ * miss maps, at least a quarter, never more than was turned away).  A
+ * full depot offered a run makes room for it by unmapping a run of the
+ * length in least demand, if that is in less demand than the offered
+ * one, so that leftovers nobody asks for do not keep what is asked for
+ * out.  A program whose heap only grows, or that frees once and stops,
+ * never raises the limit; one that frees a batch and allocates it again
+ * (where an allocator that unmaps pays a page fault per page, every
+ * time) keeps its batch.  malloc_trim empties the depot and resets it.
+ *
+ * Runs wait in bins by length, each a stack of slots, so that a take is
+ * a few steps whatever the depot holds.
  */
 static struct {
 	struct om_mutex mtx;
-	unsigned int used;
-	size_t pages;
+	unsigned int used;		/* slots in the bins */
+	size_t pages;			/* pages held */
+	size_t cap;			/* pages it may hold, DEPOT_MIN.. */
+	size_t dropped;			/* pages turned away since growing */
+	unsigned int takes;		/* since the demand was last halved */
+	uint32_t demand[DEPOT_RUN + 1];	/* recent takes and misses */
+	uint32_t lost[DEPOT_RUN + 1];	/* runs turned away since growing */
+	uint16_t bin[DEPOT_RUN + 1];	/* first slot of a length, or NONE */
+	uint16_t next[DEPOT_SLOTS];	/* next slot in its bin / free list */
+	uint16_t free;			/* first unused slot */
 	struct om_cache_entry e[DEPOT_SLOTS];
 } depot;
 
@@ -61,19 +89,105 @@ depot_unlock(void)
 	om_mutex_unlock(&depot.mtx);
 }
 
-/* Offer an evicted entry; 1 if the depot took it. */
-static int
-depot_put(const struct om_cache_entry *e)
+/* The bins start empty and every slot free; done on first use and after a
+ * trim (depot locked). */
+static void
+depot_reset(void)
 {
+	unsigned int i;
+
+	for (i = 0; i <= DEPOT_RUN; i++)
+		depot.bin[i] = DEPOT_NONE;
+	for (i = 0; i < DEPOT_SLOTS; i++)
+		depot.next[i] = (uint16_t)(i + 1 < DEPOT_SLOTS ? i + 1 :
+		    DEPOT_NONE);
+	depot.free = 0;
+	depot.used = 0;
+	depot.pages = 0;
+	depot.cap = DEPOT_MIN;
+	depot.dropped = 0;
+	depot.takes = 0;
+	memset(depot.demand, 0, sizeof(depot.demand));
+	memset(depot.lost, 0, sizeof(depot.lost));
+}
+
+/* Put a run into its bin (depot locked, a free slot left). */
+static void
+depot_push(const struct om_cache_entry *e)
+{
+	unsigned int i = depot.free;
+
+	depot.free = depot.next[i];
+	depot.e[i] = *e;
+	depot.next[i] = depot.bin[e->npages];
+	depot.bin[e->npages] = (uint16_t)i;
+	depot.used++;
+	depot.pages += e->npages;
+}
+
+/* Take the first run of bin n out (depot locked, bin not empty). */
+static struct om_cache_entry
+depot_pop(unsigned int n)
+{
+	unsigned int i = depot.bin[n];
+
+	depot.bin[n] = depot.next[i];
+	depot.next[i] = depot.free;
+	depot.free = (uint16_t)i;
+	depot.used--;
+	depot.pages -= n;
+	return depot.e[i];
+}
+
+/* The non-empty bin in least demand, or 0 if all are empty. */
+static unsigned int
+depot_victim(void)
+{
+	unsigned int n, v = 0;
+
+	for (n = 1; n <= DEPOT_RUN; n++)
+		if (depot.bin[n] != DEPOT_NONE &&
+		    (v == 0 || depot.demand[n] < depot.demand[v]))
+			v = n;
+	return v;
+}
+
+/*
+ * Offer an evicted entry, with no pool lock held (see unlock_and_unmap);
+ * 1 if the depot took it.  *out is then a run it gave up to make room
+ * (npages 0 if none), for the caller to unmap.
+ */
+int
+om_cache_depot_offer(const struct om_cache_entry *e,
+    struct om_cache_entry *out)
+{
+	unsigned int n = e->npages, v;
 	int taken = 0;
 
-	if (e->guarded || e->npages > DEPOT_RUN || !depot_trylock())
+	out->npages = 0;
+	if (e->guarded || n > DEPOT_RUN)
 		return 0;
-	if (depot.used < DEPOT_SLOTS &&
-	    depot.pages + e->npages <= DEPOT_PAGES) {
-		depot.e[depot.used++] = *e;
-		depot.pages += e->npages;
+	depot_lock();
+	if (depot.cap == 0)
+		depot_reset();
+	while (depot.pages + n > depot.cap || depot.used == DEPOT_SLOTS) {
+		v = depot_victim();
+		if (v == 0 || depot.demand[v] >= depot.demand[n] ||
+		    out->npages != 0)
+			break;
+		*out = depot_pop(v);
+	}
+	if (depot.used < DEPOT_SLOTS && depot.pages + n <= depot.cap) {
+		depot_push(e);
 		taken = 1;
+	} else {
+		depot.dropped += n;
+		depot.lost[n]++;
+		if (out->npages != 0) {
+			/* Not enough room made after all: keep the victim. */
+			depot_push(out);
+			out->npages = 0;
+		}
 	}
 	depot_unlock();
 	return taken;
@@ -93,36 +207,55 @@ split_front(struct om_cache_entry *e, size_t npages)
 		e->junked = 0;
 }
 
-/* Take npages from the depot into *out; 1 if found. */
+/*
+ * Take npages from the depot into *out; 1 if found: a run of that length,
+ * else the front of the shortest longer one.  A miss is where the depot
+ * learns it was too small (see above).
+ */
 static int
 depot_get(size_t npages, struct om_cache_entry *out)
 {
-	unsigned int i, best = DEPOT_SLOTS;
+	unsigned int n;
 	int found = 0;
 
-	if (__atomic_load_n(&depot.used, __ATOMIC_RELAXED) == 0 ||
-	    !depot_trylock())
+	if (npages > DEPOT_RUN || !depot_trylock())
 		return 0;
-	for (i = 0; i < depot.used; i++) {
-		if (depot.e[i].npages == npages) {
-			best = i;
-			break;
-		}
-		if (depot.e[i].npages > npages && (best == DEPOT_SLOTS ||
-		    depot.e[i].npages < depot.e[best].npages))
-			best = i;
+	if (depot.cap == 0)
+		depot_reset();
+	depot.demand[npages]++;
+	if (++depot.takes == DEPOT_DECAY) {
+		for (n = 0; n <= DEPOT_RUN; n++)
+			depot.demand[n] /= 2;
+		depot.takes = 0;
 	}
-	if (best != DEPOT_SLOTS) {
-		struct om_cache_entry *e = &depot.e[best];
+	for (n = (unsigned int)npages; n <= DEPOT_RUN; n++) {
+		if (depot.bin[n] == DEPOT_NONE)
+			continue;
+		*out = depot_pop(n);
+		if (n > npages) {
+			struct om_cache_entry rest = *out;
 
-		*out = *e;
-		out->npages = (uint32_t)npages;
-		if (e->npages > npages)
-			split_front(e, npages);
-		else
-			*e = depot.e[--depot.used];
-		depot.pages -= npages;
+			split_front(&rest, npages);
+			depot_push(&rest);
+			out->npages = (uint32_t)npages;
+		}
 		found = 1;
+		break;
+	}
+	for (n = (unsigned int)npages; !found && n <= DEPOT_RUN; n++) {
+		/* A miss a turned-away run could have served. */
+		size_t want = npages == 1 ? BATCH_PAGES : npages, grow;
+
+		if (depot.lost[n] == 0)
+			continue;
+		depot.lost[n]--;
+		if (want < depot.cap / 4)
+			want = depot.cap / 4;
+		grow = want < depot.dropped ? want : depot.dropped;
+		depot.dropped -= grow;
+		depot.cap = depot.cap + grow < DEPOT_MAX ? depot.cap + grow :
+		    DEPOT_MAX;
+		break;
 	}
 	depot_unlock();
 	return found;
@@ -167,6 +300,15 @@ om_cache_depot_pages(void)
 	return __atomic_load_n(&depot.pages, __ATOMIC_RELAXED);
 }
 
+/* The pages the depot may hold now (see its growth above). */
+size_t
+om_cache_depot_limit(void)
+{
+	size_t cap = __atomic_load_n(&depot.cap, __ATOMIC_RELAXED);
+
+	return cap != 0 ? cap : DEPOT_MIN;
+}
+
 /* malloc_trim: give the depot back to the kernel. */
 size_t
 om_cache_depot_trim(void)
@@ -175,12 +317,13 @@ om_cache_depot_trim(void)
 
 	depot_lock();
 	pages = depot.pages;
-	while (depot.used > 0) {
-		struct om_cache_entry *e = &depot.e[--depot.used];
+	for (unsigned int n = 1; n <= DEPOT_RUN && depot.cap != 0; n++)
+		while (depot.bin[n] != DEPOT_NONE) {
+			struct om_cache_entry e = depot_pop(n);
 
-		om_os_unmap((void *)e->p, (size_t)e->npages << OM_PAGE_SHIFT);
-	}
-	depot.pages = 0;
+			om_os_unmap((void *)e.p, (size_t)n << OM_PAGE_SHIFT);
+		}
+	depot_reset();
 	depot_unlock();
 	return pages;
 }
@@ -286,32 +429,44 @@ unmap_spans(struct dir_info *d, struct om_span *s, unsigned int n)
 		d->mapped -= len;
 		if (d->npending < OM_PENDING) {
 			/* Unmapped by unlock(), outside the lock. */
-			d->pending[d->npending].p = start;
-			d->pending[d->npending].len = len;
-			d->npending++;
+			struct om_span *q = &d->pending[d->npending++];
+
+			q->p = start;
+			q->len = len;
+			q->offer.npages = 0;
 		} else
 			om_os_unmap((void *)start, len);
 	}
 }
 
-/* Evict entry i to the depot or into the unmap batch, checking its junk
- * first.  A trim (to_depot 0) always unmaps. */
+/*
+ * Evict entry i, checking its junk first: a run the depot may take is
+ * left for unlock() to offer it once the pool lock is released; the rest
+ * goes into the unmap batch.  A trim (to_depot 0) always unmaps.
+ */
 static void
 evict(struct dir_info *d, unsigned int i, struct om_span *batch,
     unsigned int *n, int to_depot)
 {
 	struct om_cache_entry *e = &d->cache[i];
+	size_t len = (size_t)e->npages << OM_PAGE_SHIFT;
 
 	if (e->junked && !e->noaccess && d->junk)
 		om_junk_validate(d, mopts.junk_validate_full, (void *)e->p,
 		    data_len(e));
-	if (to_depot && depot_put(e)) {
-		d->mapped -= (size_t)e->npages << OM_PAGE_SHIFT;
+	if (to_depot && !e->guarded && e->npages <= DEPOT_RUN &&
+	    d->npending < OM_PENDING) {
+		struct om_span *s = &d->pending[d->npending++];
+
+		s->p = e->p;
+		s->len = len;
+		s->offer = *e;
+		d->mapped -= len;
 		remove_entry(d, i);
 		return;
 	}
 	batch[*n].p = e->p;
-	batch[*n].len = (size_t)e->npages << OM_PAGE_SHIFT;
+	batch[*n].len = len;
 	(*n)++;
 	remove_entry(d, i);
 }

@@ -260,7 +260,8 @@ om_dump_fd(int fd, int for_fatal)
 	om_os_counts(&c);
 	om_buf_printf(&o, "Syscalls mmap %lu munmap %lu mprotect %lu "
 	    "madvise %lu\n", c.mmap, c.munmap, c.mprotect, c.madvise);
-	om_buf_printf(&o, "Depot pages %zu\n", om_cache_depot_pages());
+	om_buf_printf(&o, "Depot pages %zu/%zu\n", om_cache_depot_pages(),
+	    om_cache_depot_limit());
 	for (i = 0; i <= mopts.npools; i++) {
 		struct dir_info *d = om_pool_at(i);
 		int locked = dump_lock(d, for_fatal);

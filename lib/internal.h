@@ -255,12 +255,16 @@ struct om_delayed {
 	struct chunk_info *info;
 };
 
-/* A range of pages to give back to the kernel. */
+/*
+ * A range of pages to give back: unmapped, or, where `offer` holds the
+ * cache entry it was (npages != 0), first offered to the depot.
+ */
 struct om_span {
 	uintptr_t p;
 	size_t len;
+	struct om_cache_entry offer;
 };
-#define OM_PENDING	16	/* unmaps deferred until the lock is dropped */
+#define OM_PENDING	32	/* ranges deferred until the lock is dropped */
 
 struct dir_info {
 	uintptr_t canary1;
@@ -293,10 +297,11 @@ struct dir_info {
 	size_t cache_pages;		/* pages held */
 
 	/*
-	 * Ranges evicted under the lock, unmapped by unlock() after the lock
-	 * is released: munmap waits for the kernel's mmap lock, which page
-	 * faults of other threads hold, and must not stall the pool.  They
-	 * are no longer reachable from any cache, so nobody can use them.
+	 * Ranges evicted under the lock, handed to the depot or unmapped by
+	 * unlock() after the lock is released: munmap waits for the kernel's
+	 * mmap lock, which page faults of other threads hold, and the depot
+	 * for other pools, and neither must stall the pool.  They are no
+	 * longer reachable from any cache, so nobody can use them.
 	 */
 	struct om_span pending[OM_PENDING];
 	unsigned int npending;
@@ -457,6 +462,9 @@ void *om_cache_get(struct dir_info *d, size_t npages, int guarded,
 void om_cache_put(struct dir_info *d, void *p, size_t npages, int guarded);
 size_t om_cache_trim(struct dir_info *d);
 size_t om_cache_depot_pages(void);
+size_t om_cache_depot_limit(void);
+int om_cache_depot_offer(const struct om_cache_entry *e,
+    struct om_cache_entry *out);
 size_t om_cache_depot_trim(void);
 void om_cache_fork_prepare(void);
 void om_cache_fork_parent(void);

@@ -123,10 +123,10 @@ START_TEST(eviction_unmaps)
 		om_cache_put(d, blk[i], 10, 0);
 		ck_assert_uint_le(d->cache_pages, d->cache_max);
 	}
-	/* Evicted runs wait in the depot (for any pool) or are unmapped;
-	 * trimming the depot unmaps them all. */
-	depot_pages = om_cache_depot_trim();
+	/* Evicted runs are offered to the depot (for any pool) once the
+	 * lock is dropped, or unmapped; trimming the depot unmaps them all. */
 	settle(d);
+	depot_pages = om_cache_depot_trim();
 	om_os_counts(&b);
 	for (i = 0; i < 12; i++) {
 		if (cached(d, blk[i]))
@@ -141,6 +141,45 @@ START_TEST(eviction_unmaps)
 	ck_assert_uint_le(depot_pages, (12 - incache) * 10);
 	if (12 - incache > 0)
 		ck_assert_uint_gt(b.munmap, a.munmap);
+}
+END_TEST
+
+/*
+ * The depot holds what its limit allows and turns the rest away, the
+ * limit starts at 256 pages, and a trim gives everything back and resets
+ * it.  Offered runs are real pages, so what is turned away is unmapped
+ * here, as unlock() would.
+ */
+START_TEST(depot_limit)
+{
+	struct om_cache_entry e, out;
+	unsigned int i, taken = 0, n = 300;
+	size_t limit;
+
+	unit_init();
+	om_cache_depot_trim();
+	limit = om_cache_depot_limit();
+	ck_assert_uint_eq(limit, 256);
+	for (i = 0; i < n; i++) {
+		memset(&e, 0, sizeof(e));
+		e.p = (uintptr_t)om_os_map(2 * OM_PAGE_SIZE, 0);
+		ck_assert_uint_ne(e.p, 0);
+		e.npages = 2;
+		if (om_cache_depot_offer(&e, &out))
+			taken++;
+		else
+			om_os_unmap((void *)e.p, 2 * OM_PAGE_SIZE);
+		/* Nothing was ever taken, so nothing is in less demand. */
+		ck_assert_uint_eq(out.npages, 0);
+	}
+	ck_assert_uint_eq(taken, limit / 2);
+	ck_assert_uint_eq(om_cache_depot_pages(), limit);
+	/* A guarded run or one longer than 64 pages is never taken. */
+	e.guarded = 1;
+	ck_assert_int_eq(om_cache_depot_offer(&e, &out), 0);
+	ck_assert_uint_eq(om_cache_depot_trim(), limit);
+	ck_assert_uint_eq(om_cache_depot_pages(), 0);
+	ck_assert_uint_eq(om_cache_depot_limit(), 256);
 }
 END_TEST
 
@@ -413,6 +452,7 @@ main(void)
 	tcase_add_test(t, write_after_free_detected);
 	tcase_add_test(t, api_write_after_free);
 	tcase_add_test(t, junk_helpers);
+	tcase_add_test(t, depot_limit);
 	suite_add_tcase(s, t);
 	return unit_main(s);
 }
