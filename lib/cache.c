@@ -391,11 +391,66 @@ reuse(struct dir_info *d, struct om_cache_entry *e, int *zeroed)
 	return p;
 }
 
-static void
-remove_entry(struct dir_info *d, unsigned int i)
+/*
+ * The class of a run of npages: its length up to OM_CACHE_SMALL, 0 for
+ * longer runs up to OM_CACHE_BIG, -1 for runs never cached.
+ */
+OM_INLINE int
+class_of(size_t npages)
 {
-	d->cache_pages -= d->cache[i].npages;
-	d->cache[i] = d->cache[--d->cache_used];
+	if (npages <= OM_CACHE_SMALL)
+		return (int)npages;
+	return npages <= OM_CACHE_BIG ? 0 : -1;
+}
+
+OM_INLINE struct om_cache_entry *
+slot(struct dir_info *d, unsigned int k, unsigned int i)
+{
+	return &d->cache[d->cache_base[k] + i];
+}
+
+/*
+ * Size the classes from the pool's cache scale C (64, halved and doubled
+ * by < and >), as OpenBSD does: C runs of each length up to 8 pages, C/2
+ * of 9 to 16, C/4 of 17 to 24, C/8 of 25 to 32, and C longer runs of at
+ * most 32 C pages together.  The slots are mapped here, outside the pool.
+ */
+int
+om_cache_init(struct dir_info *d)
+{
+	unsigned int k, total = 0;
+	size_t len;
+
+	for (k = 1; k <= OM_CACHE_SMALL; k++) {
+		d->cache_base[k] = (uint16_t)total;
+		d->cache_cap[k] = (uint16_t)(d->cache_max >> ((k - 1) / 8));
+		total += d->cache_cap[k];
+	}
+	d->cache_base[0] = (uint16_t)total;
+	d->cache_cap[0] = (uint16_t)d->cache_max;
+	total += d->cache_cap[0];
+	d->cache_big_max = (size_t)d->cache_max * OM_CACHE_SMALL;
+	if (total == 0)
+		return 0;
+	len = OM_PAGEROUND(total * sizeof(struct om_cache_entry));
+	d->cache = om_os_map(len, d->conceal);
+	if (d->cache == NULL)
+		return -1;
+	d->mapped += len;
+	return 0;
+}
+
+/* Take slot i of class k out (the last one moves in). */
+static void
+remove_entry(struct dir_info *d, unsigned int k, unsigned int i)
+{
+	struct om_cache_entry *e = slot(d, k, i);
+
+	d->cache_pages -= e->npages;
+	if (k == 0)
+		d->cache_big_pages -= e->npages;
+	*e = *slot(d, k, --d->cache_n[k]);
+	d->cache_used--;
 }
 
 static void
@@ -440,15 +495,15 @@ unmap_spans(struct dir_info *d, struct om_span *s, unsigned int n)
 }
 
 /*
- * Evict entry i, checking its junk first: a run the depot may take is
- * left for unlock() to offer it once the pool lock is released; the rest
- * goes into the unmap batch.  A trim (to_depot 0) always unmaps.
+ * Evict slot i of class k, checking its junk first: a run the depot may
+ * take is left for unlock() to offer it once the pool lock is released;
+ * the rest goes into the unmap batch.  A trim (to_depot 0) always unmaps.
  */
 static void
-evict(struct dir_info *d, unsigned int i, struct om_span *batch,
-    unsigned int *n, int to_depot)
+evict(struct dir_info *d, unsigned int k, unsigned int i,
+    struct om_span *batch, unsigned int *n, int to_depot)
 {
-	struct om_cache_entry *e = &d->cache[i];
+	struct om_cache_entry *e = slot(d, k, i);
 	size_t len = (size_t)e->npages << OM_PAGE_SHIFT;
 
 	if (e->junked && !e->noaccess && d->junk)
@@ -462,19 +517,30 @@ evict(struct dir_info *d, unsigned int i, struct om_span *batch,
 		s->len = len;
 		s->offer = *e;
 		d->mapped -= len;
-		remove_entry(d, i);
+		remove_entry(d, k, i);
 		return;
 	}
 	batch[*n].p = e->p;
 	batch[*n].len = len;
 	(*n)++;
-	remove_entry(d, i);
+	remove_entry(d, k, i);
+}
+
+/* Append a run to its class (which has room). */
+static void
+add_entry(struct dir_info *d, unsigned int k, const struct om_cache_entry *e)
+{
+	*slot(d, k, d->cache_n[k]++) = *e;
+	d->cache_used++;
+	d->cache_pages += e->npages;
+	if (k == 0)
+		d->cache_big_pages += e->npages;
 }
 
 static void *
 map_fresh(struct dir_info *d, size_t npages, int guarded, int *zeroed)
 {
-	size_t batch = npages;
+	size_t batch = npages, i;
 	struct om_cache_entry e;
 	char *p;
 
@@ -487,9 +553,8 @@ map_fresh(struct dir_info *d, size_t npages, int guarded, int *zeroed)
 	}
 
 	/* Single pages come in batches; the rest waits in the cache. */
-	if (npages == 1 && !guarded && d->cache_max >= BATCH_PAGES &&
-	    d->cache_pages + BATCH_PAGES - 1 <= d->cache_max &&
-	    d->cache_used < OM_CACHE_SLOTS)
+	if (npages == 1 && !guarded &&
+	    d->cache_cap[1] - d->cache_n[1] >= BATCH_PAGES - 1)
 		batch = BATCH_PAGES;
 	p = om_os_map(batch << OM_PAGE_SHIFT, d->conceal);
 	if (p == NULL && batch != npages) {
@@ -499,14 +564,12 @@ map_fresh(struct dir_info *d, size_t npages, int guarded, int *zeroed)
 	if (p == NULL)
 		return NULL;
 	d->mapped += batch << OM_PAGE_SHIFT;
-	if (batch > npages) {
-		struct om_cache_entry *rest = &d->cache[d->cache_used++];
+	for (i = npages; i < batch; i++) {
+		struct om_cache_entry rest = {
+			.p = (uintptr_t)p + (i << OM_PAGE_SHIFT),
+			.npages = 1, .fresh = 1 };
 
-		memset(rest, 0, sizeof(*rest));
-		rest->p = (uintptr_t)p + (npages << OM_PAGE_SHIFT);
-		rest->npages = (uint32_t)(batch - npages);
-		rest->fresh = 1;
-		d->cache_pages += rest->npages;
+		add_entry(d, 1, &rest);
 	}
 	*zeroed = 1;
 	return p;
@@ -515,136 +578,59 @@ map_fresh(struct dir_info *d, size_t npages, int guarded, int *zeroed)
 /*
  * npages pages (the last one a guard page if guarded, already installed
  * for pages that come from the cache).  *zeroed tells whether they are
- * known to be zero.  NULL when the kernel has no memory.
+ * known to be zero.  NULL when the kernel has no memory.  A run of the
+ * exact length is taken at random from its class, so that the order of
+ * reuse cannot be predicted; runs are never split.
  */
 void *
 om_cache_get(struct dir_info *d, size_t npages, int guarded, int *zeroed)
 {
-	unsigned int used = d->cache_used, start, k, best = OM_CACHE_SLOTS;
+	int k = class_of(npages);
+	unsigned int n, i, j;
 	void *p;
 
-	if (used > 0 && npages <= d->cache_max) {
-		start = (unsigned int)((om_rbyte(&d->rng) * used) >> 8);
-		for (k = 0; k < used; k++) {
-			unsigned int i = start + k < used ? start + k :
-			    start + k - used;
-			struct om_cache_entry *e = &d->cache[i];
+	if (k < 0 || (n = d->cache_n[k]) == 0)
+		return map_fresh(d, npages, guarded, zeroed);
+	i = (unsigned int)((om_rbyte(&d->rng) * n) >> 8);
+	for (j = 0; j < n; j++, i = i + 1 < n ? i + 1 : 0) {
+		struct om_cache_entry *e = slot(d, (unsigned int)k, i);
 
-			if (e->npages == npages && e->guarded == guarded) {
-				p = reuse(d, e, zeroed);
-				if (p == NULL)
-					break;
-				remove_entry(d, i);
-				return p;
-			}
-			if (!guarded && !e->guarded && e->npages > npages &&
-			    (best == OM_CACHE_SLOTS ||
-			    e->npages < d->cache[best].npages))
-				best = i;
-		}
-		if (best != OM_CACHE_SLOTS) {
-			struct om_cache_entry *e = &d->cache[best];
-			struct om_cache_entry part = *e;
-
-			part.npages = (uint32_t)npages;
-			p = reuse(d, &part, zeroed);
-			if (p != NULL) {
-				split_front(e, npages);
-				d->cache_pages -= npages;
-				return p;
-			}
-		}
+		if (e->npages != npages || e->guarded != guarded)
+			continue;
+		p = reuse(d, e, zeroed);
+		if (p == NULL)
+			break;
+		remove_entry(d, (unsigned int)k, i);
+		return p;
 	}
 	return map_fresh(d, npages, guarded, zeroed);
-}
-
-/* Entries that may become one: neither guarded, the same protection, and
- * the same state, so that junked pages are never hidden inside a run that
- * is not checked (fresh pages are zero, not junk). */
-static int
-mergeable(const struct om_cache_entry *a, const struct om_cache_entry *b)
-{
-	return !a->guarded && !b->guarded && a->noaccess == b->noaccess &&
-	    a->junked == b->junked && a->fresh == b->fresh;
-}
-
-/* The entry of lo followed by hi's pages (mergeable: same state).  The
- * sparse junk of level 1 is then checked in the run's first page only. */
-static void
-join(struct om_cache_entry *lo, const struct om_cache_entry *hi)
-{
-	lo->npages += hi->npages;
-}
-
-/*
- * Merge add with the cached runs just before and after it, so that pages
- * freed in any order become long runs again: one munmap per run when
- * evicted, and room to split any size from.  Returns 1 if add is in.
- */
-static int
-coalesce(struct dir_info *d, const struct om_cache_entry *add)
-{
-	uintptr_t start = add->p, end = add->p + ((uintptr_t)add->npages <<
-	    OM_PAGE_SHIFT);
-	unsigned int i, before = OM_CACHE_SLOTS, after = OM_CACHE_SLOTS;
-
-	for (i = 0; i < d->cache_used; i++) {
-		const struct om_cache_entry *e = &d->cache[i];
-
-		if (!mergeable(e, add))
-			continue;
-		if (e->p + ((uintptr_t)e->npages << OM_PAGE_SHIFT) == start)
-			before = i;
-		else if (e->p == end)
-			after = i;
-	}
-	if (before != OM_CACHE_SLOTS) {
-		join(&d->cache[before], add);
-		if (after != OM_CACHE_SLOTS) {
-			join(&d->cache[before], &d->cache[after]);
-			d->cache[after] = d->cache[--d->cache_used];
-		}
-		return 1;
-	}
-	if (after != OM_CACHE_SLOTS) {
-		struct om_cache_entry hi = d->cache[after];
-
-		d->cache[after] = *add;
-		join(&d->cache[after], &hi);
-		return 1;
-	}
-	return 0;
 }
 
 /* Take pages back: junk them, cache them, or unmap what does not fit. */
 void
 om_cache_put(struct dir_info *d, void *p, size_t npages, int guarded)
 {
-	struct om_span batch[OM_CACHE_SLOTS + 1];
+	struct om_span batch[8];
 	unsigned int n = 0;
-	struct om_cache_entry *e;
+	int k = class_of(npages);
 	size_t datalen = (npages - (guarded ? 1 : 0)) << OM_PAGE_SHIFT;
 
-	if (npages > d->cache_max) {
+	if (k < 0 || d->cache_cap[k] == 0 || (k == 0 && npages >
+	    d->cache_big_max)) {
 		batch[0].p = (uintptr_t)p;
 		batch[0].len = npages << OM_PAGE_SHIFT;
 		unmap_spans(d, batch, 1);
 		return;
 	}
-	/*
-	 * Full: evict random entries down to three quarters, so that the
-	 * munmap calls come in batches (merged where adjacent) instead of
-	 * one per free once the cache has filled.
-	 */
-	if (d->cache_pages + npages > d->cache_max ||
-	    d->cache_used == OM_CACHE_SLOTS) {
-		size_t target = d->cache_max - d->cache_max / 4;
-
-		target = target > npages ? target - npages : 0;
-		while (d->cache_used > 0 && (d->cache_pages > target ||
-		    d->cache_used >= OM_CACHE_SLOTS - OM_CACHE_SLOTS / 4))
-			evict(d, (unsigned int)((om_rbyte(&d->rng) *
-			    d->cache_used) >> 8), batch, &n, 1);
+	/* Full: a random run of the class makes room. */
+	while (d->cache_n[k] == d->cache_cap[k] || (k == 0 &&
+	    d->cache_big_pages + npages > d->cache_big_max)) {
+		if (n == sizeof(batch) / sizeof(batch[0])) {
+			unmap_spans(d, batch, n);
+			n = 0;
+		}
+		evict(d, (unsigned int)k, (unsigned int)((om_rbyte(&d->rng) *
+		    d->cache_n[k]) >> 8), batch, &n, 1);
 	}
 	if (n > 0)
 		unmap_spans(d, batch, n);
@@ -661,25 +647,25 @@ om_cache_put(struct dir_info *d, void *p, size_t npages, int guarded)
 	if (mopts.opt.freeunmap && datalen > 0 &&
 	    om_os_protect(p, datalen, 0) == 0)
 		add.noaccess = 1;
-	d->cache_pages += npages;
-	if (!add.guarded && coalesce(d, &add))
-		return;
-	e = &d->cache[d->cache_used++];
-	*e = add;
-	OM_ASSERT(d, d->cache_pages <= d->cache_max &&
-	    d->cache_used <= OM_CACHE_SLOTS);
+	add_entry(d, (unsigned int)k, &add);
 }
 
 /* Give every cached page back to the kernel; returns the pages freed. */
 size_t
 om_cache_trim(struct dir_info *d)
 {
-	struct om_span batch[OM_CACHE_SLOTS + 1];
-	unsigned int n = 0;
+	struct om_span batch[64];
+	unsigned int n = 0, k;
 	size_t pages = d->cache_pages;
 
-	while (d->cache_used > 0)
-		evict(d, d->cache_used - 1, batch, &n, 0);
+	for (k = 0; k < OM_CACHE_CLASSES; k++)
+		while (d->cache_n[k] > 0) {
+			if (n == sizeof(batch) / sizeof(batch[0])) {
+				unmap_spans(d, batch, n);
+				n = 0;
+			}
+			evict(d, k, d->cache_n[k] - 1u, batch, &n, 0);
+		}
 	if (n > 0)
 		unmap_spans(d, batch, n);
 	return pages;

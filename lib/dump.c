@@ -174,12 +174,19 @@ dump_pool(struct om_buf *o, struct dir_info *d, unsigned long other,
 	}
 	om_buf_printf(o, "Free pages cached: %zu\n", d->cache_pages);
 	if (mopts.opt.verbose) {
-		for (i = 0; i < d->cache_used; i++)
-			om_buf_printf(o, "  cache %zu: %p %u pages%s%s%s\n", i,
-			    (void *)d->cache[i].p, d->cache[i].npages,
-			    d->cache[i].guarded ? " guarded" : "",
-			    d->cache[i].junked ? " junked" : "",
-			    d->cache[i].noaccess ? " noaccess" : "");
+		size_t n = 0;
+
+		for (unsigned int c = 0; c < OM_CACHE_CLASSES; c++)
+			for (i = 0; i < d->cache_n[c]; i++) {
+				const struct om_cache_entry *e =
+				    &d->cache[d->cache_base[c] + i];
+
+				om_buf_printf(o, "  cache %zu: %p %u pages"
+				    "%s%s%s\n", n++, (void *)e->p, e->npages,
+				    e->guarded ? " guarded" : "",
+				    e->junked ? " junked" : "",
+				    e->noaccess ? " noaccess" : "");
+			}
 		om_buf_puts(o, "Hash table:\n");
 		for (i = 0; i < d->regions_total; i++) {
 			struct region_info *r = &d->r[i];

@@ -58,7 +58,9 @@
 #define OM_NBUCKETS	23
 #define OM_CHUNK_LISTS	4		/* random list choice per bucket */
 #define OM_DELAYED	16		/* delayed-free ring, a power of two */
-#define OM_CACHE_SLOTS	256		/* cache entries, a page or more each */
+#define OM_CACHE_SMALL	32		/* cache classes by run length */
+#define OM_CACHE_BIG	512		/* longest run cached (class 0) */
+#define OM_CACHE_CLASSES (OM_CACHE_SMALL + 1)
 #define OM_HASH_INITIAL 512		/* region slots of a new pool */
 
 #define OM_JUNK_FREE	0xdf		/* freed memory */
@@ -274,7 +276,7 @@ struct dir_info {
 	int conceal;			/* malloc_conceal's pool */
 	int junk;			/* junk level of this pool */
 	int extras;			/* more than junk level 1 to do */
-	unsigned int cache_max;		/* pages */
+	unsigned int cache_max;		/* cache scale, < and > */
 
 	/* Region hash table: open addressing, linear probing. */
 	struct region_info *r;
@@ -291,10 +293,19 @@ struct dir_info {
 	/* Delayed-free ring. */
 	struct om_delayed delayed[OM_DELAYED];
 
-	/* Free-page cache. */
-	struct om_cache_entry cache[OM_CACHE_SLOTS];
-	unsigned int cache_used;	/* entries */
+	/*
+	 * Free-page cache: runs by length, class k holding runs of k pages
+	 * and class 0 longer ones, each class a block of slots in `cache`
+	 * (mapped apart from the pool, see om_cache_init).
+	 */
+	struct om_cache_entry *cache;
+	uint16_t cache_base[OM_CACHE_CLASSES];	/* first slot of a class */
+	uint16_t cache_cap[OM_CACHE_CLASSES];	/* its slots */
+	uint16_t cache_n[OM_CACHE_CLASSES];	/* its runs */
+	unsigned int cache_used;	/* runs */
 	size_t cache_pages;		/* pages held */
+	size_t cache_big_pages;		/* of them in class 0 */
+	size_t cache_big_max;		/* and at most there */
 
 	/*
 	 * Ranges evicted under the lock, handed to the depot or unmapped by
@@ -457,6 +468,7 @@ void *om_region_realloc(struct dir_info *d, struct region_info *r, void *p,
 /* ------------------------------------------------------------------ */
 /* Free-page cache and junk (cache.c), pool locked. */
 
+int om_cache_init(struct dir_info *d);
 void *om_cache_get(struct dir_info *d, size_t npages, int guarded,
     int *zeroed);
 void om_cache_put(struct dir_info *d, void *p, size_t npages, int guarded);

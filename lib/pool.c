@@ -65,6 +65,12 @@ om_pool_create(unsigned int index, int conceal)
 		om_os_unmap(base, len);
 		return NULL;
 	}
+	if (om_cache_init(d) != 0) {
+		om_os_unmap(d->r, OM_PAGEROUND(d->regions_total *
+		    sizeof(struct region_info)));
+		om_os_unmap(base, len);
+		return NULL;
+	}
 	d->canary1 = mopts.canary ^ (uintptr_t)d;
 	d->canary2 = ~d->canary1;
 	return d;

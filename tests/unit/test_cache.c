@@ -41,14 +41,17 @@ settle(struct dir_info *d)
 static int
 cached(const struct dir_info *d, const void *p)
 {
-	unsigned int i;
+	unsigned int k, i;
 
-	/* Adjacent runs are merged: p may sit inside a longer one. */
-	for (i = 0; i < d->cache_used; i++)
-		if ((uintptr_t)p >= d->cache[i].p && (uintptr_t)p <
-		    d->cache[i].p + ((uintptr_t)d->cache[i].npages <<
-		    OM_PAGE_SHIFT))
-			return 1;
+	for (k = 0; k < OM_CACHE_CLASSES; k++)
+		for (i = 0; i < d->cache_n[k]; i++) {
+			const struct om_cache_entry *e =
+			    &d->cache[d->cache_base[k] + i];
+
+			if ((uintptr_t)p >= e->p && (uintptr_t)p < e->p +
+			    ((uintptr_t)e->npages << OM_PAGE_SHIFT))
+				return 1;
+		}
 	return 0;
 }
 
@@ -86,9 +89,9 @@ START_TEST(steady_loop_no_syscalls)
 		size_t pages = (OM_PAGEROUND(sizes[k]) + mopts.guard) /
 		    OM_PAGE_SIZE;
 
-		/* Only a block that fits the cache can stay in it. */
-		if (sizes[k] > OM_MAXCHUNK &&
-		    pages > (size_t)mopts.opt.cache_pages)
+		/* Only a block whose class has room can stay in it. */
+		if (sizes[k] > OM_MAXCHUNK && (pages > OM_CACHE_SMALL ||
+		    unit_pool()->cache_cap[pages] == 0))
 			continue;
 		loop(sizes[k], 200);
 		om_os_counts(&a);
@@ -106,41 +109,71 @@ START_TEST(steady_loop_no_syscalls)
 }
 END_TEST
 
+/*
+ * The classes are sized from the cache scale C as OpenBSD sizes them: C
+ * runs of 1 to 8 pages, C/2 of 9 to 16, C/4, C/8, and C longer runs.
+ */
+START_TEST(class_sizes)
+{
+	struct dir_info *d = unit_pool();
+	unsigned int k, c = d->cache_max;
+
+	ck_assert_uint_eq(c, (unsigned int)mopts.opt.cache_pages);
+	for (k = 1; k <= OM_CACHE_SMALL; k++)
+		ck_assert_uint_eq(d->cache_cap[k], c >> ((k - 1) / 8));
+	ck_assert_uint_eq(d->cache_cap[0], c);
+	ck_assert_uint_eq(d->cache_big_max, (size_t)c * OM_CACHE_SMALL);
+	if (c == 64) {
+		ck_assert_uint_eq(d->cache_cap[8], 64);
+		ck_assert_uint_eq(d->cache_cap[9], 32);
+		ck_assert_uint_eq(d->cache_cap[32], 8);
+	}
+}
+END_TEST
+
+/*
+ * A full class makes room by evicting a random run of its own length:
+ * the class keeps its capacity, the evicted runs are offered to the
+ * depot once the lock is dropped or unmapped, and nothing else moves.
+ */
 START_TEST(eviction_unmaps)
 {
 	struct dir_info *d = unit_pool();
 	struct om_os_counts a, b;
-	void *blk[12];
-	unsigned int i, incache = 0;
+	unsigned int i, incache = 0, cap = d->cache_cap[10], n = cap + 4;
+	void **blk;
 	size_t depot_pages;
 
-	ck_assert_uint_eq(d->cache_max, (unsigned int)mopts.opt.cache_pages);
+	if (cap == 0)
+		return;
+	blk = calloc(n, sizeof(*blk));
+	ck_assert_ptr_nonnull(blk);
 	/* Map all first: a new mapping could reuse an evicted address. */
-	for (i = 0; i < 12; i++)
+	for (i = 0; i < n; i++)
 		blk[i] = own_pages(d, 10);
 	om_os_counts(&a);
-	for (i = 0; i < 12; i++) {
+	for (i = 0; i < n; i++) {
 		om_cache_put(d, blk[i], 10, 0);
-		ck_assert_uint_le(d->cache_pages, d->cache_max);
+		ck_assert_uint_le(d->cache_n[10], cap);
 	}
+	ck_assert_uint_eq(d->cache_n[10], cap);
+	ck_assert_uint_eq(d->cache_pages, (size_t)cap * 10);
 	/* Evicted runs are offered to the depot (for any pool) once the
 	 * lock is dropped, or unmapped; trimming the depot unmaps them all. */
 	settle(d);
 	depot_pages = om_cache_depot_trim();
 	om_os_counts(&b);
-	for (i = 0; i < 12; i++) {
+	for (i = 0; i < n; i++) {
 		if (cached(d, blk[i]))
 			incache++;
 		else
 			ck_assert_msg(unmapped(blk[i], 10),
 			    "evicted block %u still mapped", i);
 	}
-	ck_assert_uint_ge(incache, 1);
-	ck_assert_uint_le(incache * 10, d->cache_max);
-	ck_assert_uint_eq(d->cache_pages, incache * 10);
-	ck_assert_uint_le(depot_pages, (12 - incache) * 10);
-	if (12 - incache > 0)
-		ck_assert_uint_gt(b.munmap, a.munmap);
+	ck_assert_uint_eq(incache, cap);
+	ck_assert_uint_le(depot_pages, 4 * 10);
+	ck_assert_uint_gt(b.munmap, a.munmap);
+	free(blk);
 }
 END_TEST
 
@@ -186,7 +219,7 @@ END_TEST
 START_TEST(too_big_unmapped_at_once)
 {
 	struct dir_info *d = unit_pool();
-	size_t n = d->cache_max + 1;
+	size_t n = OM_CACHE_BIG + 1;
 	void *p = own_pages(d, n);
 	size_t before = d->cache_pages;
 
@@ -214,8 +247,7 @@ START_TEST(trim_returns_pages)
 	for (i = 0; i < 8; i++)
 		om_cache_put(d, p + ((i * 5) % 8) * OM_PAGE_SIZE, 1, 0);
 	ck_assert_uint_eq(d->cache_pages, 8);
-	/* Freed in any order, neighbours become one run again. */
-	ck_assert_uint_lt(d->cache_used, 8);
+	ck_assert_uint_eq(d->cache_used, 8);
 	om_os_counts(&a);
 	ck_assert_uint_eq(om_cache_trim(d), 8);
 	settle(d);
@@ -223,30 +255,33 @@ START_TEST(trim_returns_pages)
 	ck_assert_uint_eq(d->cache_pages, 0);
 	ck_assert_uint_eq(d->cache_used, 0);
 	ck_assert(unmapped(p, 8));
-	/* Eight adjacent pages go back in one call. */
+	/* Eight adjacent pages go back in one call, whatever their order. */
 	ck_assert_uint_eq(b.munmap - a.munmap, 1);
 	ck_assert_uint_eq(om_cache_trim(d), 0);
 }
 END_TEST
 
-START_TEST(split_larger_entry)
+/* Runs are taken by exact length, never split: a shorter request maps
+ * new pages and leaves the run for a request of its length. */
+START_TEST(exact_length_only)
 {
 	struct dir_info *d = unit_pool();
 	char *p, *q, *r;
 	int z = -1;
 
-	if (d->cache_max < 8)
+	if (d->cache_cap[8] == 0)
 		return;
 	p = own_pages(d, 8);
 	om_cache_put(d, p, 8, 0);
 	q = om_cache_get(d, 2, 0, &z);
-	ck_assert_ptr_eq(q, p);
-	ck_assert_int_eq(z, 0);
-	ck_assert_uint_eq(d->cache_pages, 6);
+	ck_assert_ptr_nonnull(q);
+	ck_assert(q < p || q >= p + 8 * OM_PAGE_SIZE);
+	ck_assert_uint_eq(d->cache_pages, 8);
 	memset(q, 1, 2 * OM_PAGE_SIZE);
-	r = om_cache_get(d, 6, 0, &z);
-	ck_assert_ptr_eq(r, p + 2 * OM_PAGE_SIZE);
-	memset(r, 1, 6 * OM_PAGE_SIZE);
+	r = om_cache_get(d, 8, 0, &z);
+	ck_assert_ptr_eq(r, p);
+	ck_assert_int_eq(z, 0);
+	memset(r, 1, 8 * OM_PAGE_SIZE);
 	ck_assert_uint_eq(d->cache_pages, 0);
 }
 END_TEST
@@ -298,7 +333,7 @@ START_TEST(junk_fill)
 	size_t i, words = 2 * OM_PAGE_SIZE / 8;
 	int z;
 
-	if (d->cache_max < 2)
+	if (d->cache_cap[2] == 0)
 		return;
 	om_cache_put(d, p, 2, 0);
 	if (!mopts.opt.freeunmap) {
@@ -319,7 +354,8 @@ START_TEST(junk_fill)
 				ck_assert_uint_eq(p[i], 0);
 		}
 	} else {
-		ck_assert(d->cache[d->cache_used - 1].noaccess);
+		ck_assert(d->cache[d->cache_base[2] + d->cache_n[2] -
+		    1].noaccess);
 	}
 	/* Reuse validates and hands the pages out, not known to be zero. */
 	ck_assert_ptr_eq(om_cache_get(d, 2, 0, &z), p);
@@ -445,7 +481,8 @@ main(void)
 	tcase_add_test(t, eviction_unmaps);
 	tcase_add_test(t, too_big_unmapped_at_once);
 	tcase_add_test(t, trim_returns_pages);
-	tcase_add_test(t, split_larger_entry);
+	tcase_add_test(t, exact_length_only);
+	tcase_add_test(t, class_sizes);
 	tcase_add_test(t, single_pages_batched);
 	tcase_add_test(t, guarded_entries_apart);
 	tcase_add_test(t, junk_fill);
