@@ -29,6 +29,7 @@ const uint16_t om_bucket_size[OM_NBUCKETS] = {
 };
 _Static_assert(sizeof(om_bucket_size) / sizeof(om_bucket_size[0]) ==
     OM_NBUCKETS, "bucket table");
+_Static_assert(OM_CHUNK_LISTS == 4, "om_chunk_alloc takes 2 bits of list");
 
 static size_t
 sizes_offset(void)
@@ -313,6 +314,8 @@ void *
 om_chunk_alloc(struct dir_info *d, size_t sz, unsigned int bucket, void *f)
 {
 	unsigned int lists = d->chunk_lists[bucket], l;
+	/* One draw: the low bits pick the list, the other 14 the slot. */
+	unsigned int r = om_rword(&d->rng);
 	struct chunk_info *info;
 	unsigned int start, w, slot, size;
 	uint64_t word;
@@ -324,7 +327,7 @@ om_chunk_alloc(struct dir_info *d, size_t sz, unsigned int bucket, void *f)
 	} else {
 		/* A random list; if empty, the next one that is not, without
 		 * a branch: rotate the mask of non-empty lists to l. */
-		l = om_rbyte(&d->rng) & (OM_CHUNK_LISTS - 1);
+		l = r & (OM_CHUNK_LISTS - 1);
 		l = (l + (unsigned int)__builtin_ctz((lists | lists <<
 		    OM_CHUNK_LISTS) >> l)) & (OM_CHUNK_LISTS - 1);
 		info = d->chunk_dir[bucket][l];
@@ -332,8 +335,7 @@ om_chunk_alloc(struct dir_info *d, size_t sz, unsigned int bucket, void *f)
 	check_info(d, info);
 
 	/* A random start slot, then the next free one, wrapping around. */
-	start = (unsigned int)(((uint32_t)om_rword(&d->rng) * info->total) >>
-	    16);
+	start = (unsigned int)(((r >> 2) * info->total) >> 14);
 	w = start >> 6;
 	word = info->bits[w] & (~0ULL << (start & 63));
 	while (word == 0) {
