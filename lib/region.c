@@ -14,6 +14,7 @@
 #include "internal.h"
 
 #define HASH_MULT 0x9E3779B97F4A7C15ULL
+#define REALLOC_INPLACE_MIN ((size_t)16 << OM_PAGE_SHIFT)
 
 OM_INLINE size_t
 hash(const struct dir_info *d, uintptr_t page)
@@ -355,7 +356,12 @@ om_region_realloc(struct dir_info *d, struct region_info *r, void *p,
 		d->inuse -= oldlen - newlen;
 		d->cheap_reallocs++;
 	} else if (newlen > oldlen) {
-		if (mopts.guard)
+		/*
+		 * Growing in place costs a system call, which fails whenever
+		 * the next pages are taken, and page faults on the new pages;
+		 * below 64 KiB, copying into cached pages costs less.
+		 */
+		if (mopts.guard || oldlen < REALLOC_INPLACE_MIN)
 			return NULL;
 		d->cheap_realloc_tries++;
 		if (om_os_map_at(page + oldlen, newlen - oldlen, d->conceal) ==

@@ -323,6 +323,16 @@ START_TEST(realloc_in_place)
 	/* Small sizes always move. */
 	ck_assert_ptr_null(om_region_realloc(d, om_region_find(d, p), p,
 	    OM_MAXCHUNK));
+	/* Growing a region under 64 KiB moves it without trying to map the
+	 * pages behind it; from 64 KiB on, that is tried. */
+	ck_assert_ptr_null(om_region_realloc(d, om_region_find(d, p), p,
+	    4 * OM_PAGE_SIZE));
+	ck_assert_uint_eq(d->cheap_realloc_tries, 1);
+	p = om_region_alloc(d, 16 * OM_PAGE_SIZE, 0, 0, NULL);
+	ck_assert_ptr_nonnull(p);
+	q = om_region_realloc(d, om_region_find(d, p), p, 17 * OM_PAGE_SIZE);
+	ck_assert_uint_eq(d->cheap_realloc_tries, 2);
+	ck_assert_uint_eq(d->cheap_reallocs, q != NULL ? 2 : 1);
 }
 END_TEST
 
