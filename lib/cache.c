@@ -24,6 +24,7 @@
 #define DEPOT_MAX 2048		/* and at most (8 MiB), however it grows */
 #define DEPOT_NONE 0xffffu
 #define DEPOT_DECAY 4096	/* takes between halvings of the demand */
+#define EVICT_BATCH 16		/* runs evicted from a full class at once */
 
 /*
  * The depot: pages evicted from a pool's full cache wait here for a pool
@@ -606,34 +607,99 @@ om_cache_get(struct dir_info *d, size_t npages, int guarded, int *zeroed)
 	return map_fresh(d, npages, guarded, zeroed);
 }
 
+static void
+sort_entries(struct om_cache_entry *e, unsigned int n)
+{
+	unsigned int i, j;
+
+	for (i = 1; i < n; i++) {
+		struct om_cache_entry t = e[i];
+
+		for (j = i; j > 0 && e[j - 1].p > t.p; j--)
+			e[j] = e[j - 1];
+		e[j] = t;
+	}
+}
+
+/*
+ * Evict random runs of class k until it has room for a run of npages, and
+ * at least a quarter of the class (up to EVICT_BATCH runs), so that the
+ * evictions come in batches: runs that touch (pages freed in order, a
+ * batch mapped at once) are joined where their state is the same, and
+ * each joined run is offered to the depot as one, or unmapped in one
+ * call, once the lock is released.  A joined run's level-1 junk is then
+ * checked in its first page only.
+ */
+static void
+make_room(struct dir_info *d, unsigned int k, size_t npages)
+{
+	struct om_cache_entry out[EVICT_BATCH];
+	struct om_span batch[EVICT_BATCH];
+	unsigned int want = d->cache_cap[k] / 4, m = 0, i, nb = 0;
+
+	while (d->cache_n[k] > 0 && m < EVICT_BATCH &&
+	    (m < want || d->cache_n[k] == d->cache_cap[k] || (k == 0 &&
+	    d->cache_big_pages + npages > d->cache_big_max))) {
+		struct om_cache_entry *e;
+
+		i = (unsigned int)((om_rbyte(&d->rng) * d->cache_n[k]) >> 8);
+		e = slot(d, k, i);
+		if (e->junked && !e->noaccess && d->junk)
+			om_junk_validate(d, mopts.junk_validate_full,
+			    (void *)e->p, data_len(e));
+		out[m++] = *e;
+		remove_entry(d, k, i);
+	}
+	sort_entries(out, m);
+	for (i = 0; i < m; i++) {
+		struct om_cache_entry run = out[i];
+		size_t len;
+
+		while (i + 1 < m && !run.guarded && !out[i + 1].guarded &&
+		    out[i + 1].p == run.p + ((uintptr_t)run.npages <<
+		    OM_PAGE_SHIFT) && out[i + 1].junked == run.junked &&
+		    out[i + 1].noaccess == run.noaccess &&
+		    out[i + 1].fresh == run.fresh &&
+		    run.npages + out[i + 1].npages <= DEPOT_RUN)
+			run.npages += out[++i].npages;
+		len = (size_t)run.npages << OM_PAGE_SHIFT;
+		if (!run.guarded && run.npages <= DEPOT_RUN &&
+		    d->npending < OM_PENDING) {
+			struct om_span *q = &d->pending[d->npending++];
+
+			q->p = run.p;
+			q->len = len;
+			q->offer = run;
+			d->mapped -= len;
+		} else {
+			batch[nb].p = run.p;
+			batch[nb].len = len;
+			nb++;
+		}
+	}
+	if (nb > 0)
+		unmap_spans(d, batch, nb);
+}
+
 /* Take pages back: junk them, cache them, or unmap what does not fit. */
 void
 om_cache_put(struct dir_info *d, void *p, size_t npages, int guarded)
 {
-	struct om_span batch[8];
-	unsigned int n = 0;
 	int k = class_of(npages);
 	size_t datalen = (npages - (guarded ? 1 : 0)) << OM_PAGE_SHIFT;
 
 	if (k < 0 || d->cache_cap[k] == 0 || (k == 0 && npages >
 	    d->cache_big_max)) {
-		batch[0].p = (uintptr_t)p;
-		batch[0].len = npages << OM_PAGE_SHIFT;
-		unmap_spans(d, batch, 1);
+		struct om_span s = { .p = (uintptr_t)p,
+			.len = npages << OM_PAGE_SHIFT };
+
+		unmap_spans(d, &s, 1);
 		return;
 	}
-	/* Full: a random run of the class makes room. */
-	while (d->cache_n[k] == d->cache_cap[k] || (k == 0 &&
-	    d->cache_big_pages + npages > d->cache_big_max)) {
-		if (n == sizeof(batch) / sizeof(batch[0])) {
-			unmap_spans(d, batch, n);
-			n = 0;
-		}
-		evict(d, (unsigned int)k, (unsigned int)((om_rbyte(&d->rng) *
-		    d->cache_n[k]) >> 8), batch, &n, 1);
-	}
-	if (n > 0)
-		unmap_spans(d, batch, n);
+	/* Full: random runs of the class make room, a quarter of it. */
+	if (d->cache_n[k] == d->cache_cap[k] || (k == 0 &&
+	    d->cache_big_pages + npages > d->cache_big_max))
+		make_room(d, (unsigned int)k, npages);
 
 	struct om_cache_entry add = { .p = (uintptr_t)p,
 		.npages = (uint32_t)npages,
