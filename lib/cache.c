@@ -25,6 +25,8 @@
 #define DEPOT_NONE 0xffffu
 #define DEPOT_DECAY 4096	/* takes between halvings of the demand */
 #define EVICT_BATCH 16		/* runs evicted from a full class at once */
+/* The level-1 junk words of a page: om_junk_step of a page's words. */
+#define PAGE_STEP (OM_PAGE_SIZE / sizeof(uint64_t) / 4)
 
 /*
  * The depot: pages evicted from a pool's full cache wait here for a pool
@@ -341,8 +343,12 @@ om_junk_free(int level, void *p, size_t sz)
 		memset(p, OM_JUNK_FREE, sz);
 		return;
 	}
-	if (sz > OM_PAGE_SIZE)
-		sz = OM_PAGE_SIZE;
+	if (sz >= OM_PAGE_SIZE) {
+		/* Page runs, the common case: the same four words, unrolled. */
+		for (i = 0; i < 4; i++)
+			lp[i * PAGE_STEP] = OM_JUNK_FREE64;
+		return;
+	}
 	words = sz / sizeof(uint64_t);
 	step = om_junk_step(words);
 	for (i = 0; i < words; i += step)
@@ -368,7 +374,16 @@ om_junk_validate(struct dir_info *d, int full, const void *p, size_t sz)
 				write_after_free(d, p);
 		return;
 	}
-	if (!om_junk_sparse_ok(p, sz > OM_PAGE_SIZE ? OM_PAGE_SIZE : sz))
+	if (sz >= OM_PAGE_SIZE) {
+		uint64_t x = 0;
+
+		for (i = 0; i < 4; i++)
+			x |= lp[i * PAGE_STEP] ^ OM_JUNK_FREE64;
+		if (OM_UNLIKELY(x != 0))
+			write_after_free(d, p);
+		return;
+	}
+	if (!om_junk_sparse_ok(p, sz))
 		write_after_free(d, p);
 }
 

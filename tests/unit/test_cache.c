@@ -445,6 +445,41 @@ do_junk_validate(void *arg)
 	om_junk_validate(NULL, 1, w, sizeof(w));
 }
 
+/* Level 1 on page runs: the four words of the first page, each checked. */
+static void
+do_page_junk_validate(void *arg)
+{
+	static uint64_t pg[2 * OM_PAGE_SIZE / 8];
+
+	om_junk_free(1, pg, sizeof(pg));
+	pg[*(int *)arg * (OM_PAGE_SIZE / 32)] ^= 0x100;
+	om_junk_validate(NULL, 0, pg, sizeof(pg));
+}
+
+START_TEST(page_junk_words)
+{
+	static uint64_t pg[2 * OM_PAGE_SIZE / 8];
+	struct child c;
+	size_t i, n = 0;
+	int k;
+
+	unit_init();
+	om_junk_free(1, pg, sizeof(pg));
+	for (i = 0; i < sizeof(pg) / 8; i++)
+		if (pg[i] == OM_JUNK_FREE64) {
+			ck_assert_uint_eq(i % (OM_PAGE_SIZE / 32), 0);
+			ck_assert_uint_lt(i, OM_PAGE_SIZE / 8);
+			n++;
+		}
+	ck_assert_uint_eq(n, 4);
+	om_junk_validate(NULL, 0, pg, sizeof(pg));
+	for (k = 0; k < 4; k++) {
+		unit_run(do_page_junk_validate, &k, &c);
+		ck_assert_fatal(&c, "malloc", "write after free");
+	}
+}
+END_TEST
+
 START_TEST(junk_helpers)
 {
 	uint64_t w[64];
@@ -492,6 +527,7 @@ main(void)
 	tcase_add_test(t, write_after_free_detected);
 	tcase_add_test(t, api_write_after_free);
 	tcase_add_test(t, junk_helpers);
+	tcase_add_test(t, page_junk_words);
 	tcase_add_test(t, depot_limit);
 	suite_add_tcase(s, t);
 	return unit_main(s);
