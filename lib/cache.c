@@ -86,6 +86,24 @@ depot_trylock(void)
 	return om_mutex_trylock(&depot.mtx, om_owner());
 }
 
+/*
+ * Under a pool lock the depot is never waited for, but it is tried for a
+ * little while: it is held only for a few steps at a time, and a miss
+ * here maps new pages while the depot may hold thousands.  The bound
+ * keeps a thread from waiting on one that a signal handler interrupted.
+ */
+static int
+depot_trylock_a_while(void)
+{
+	for (int i = 0; i < 64; i++) {
+		if (__atomic_load_n(&depot.mtx.w, __ATOMIC_RELAXED) == 0 &&
+		    depot_trylock())
+			return 1;
+		OM_CPU_RELAX();
+	}
+	return 0;
+}
+
 static void
 depot_unlock(void)
 {
@@ -221,7 +239,7 @@ depot_get(size_t npages, struct om_cache_entry *out)
 	unsigned int n;
 	int found = 0;
 
-	if (npages > DEPOT_RUN || !depot_trylock())
+	if (npages > DEPOT_RUN || !depot_trylock_a_while())
 		return 0;
 	if (depot.cap == 0)
 		depot_reset();
