@@ -528,36 +528,17 @@ unmap_spans(struct dir_info *d, struct om_span *s, unsigned int n)
 	}
 }
 
-/*
- * Evict slot i of class k, checking its junk first: a run the depot may
- * take is left for unlock() to offer it once the pool lock is released;
- * the rest goes into the unmap batch.  A trim (to_depot 0) always unmaps.
- */
-static void
-evict(struct dir_info *d, unsigned int k, unsigned int i,
-    struct om_span *batch, unsigned int *n, int to_depot)
+/* Take slot i of class k out of the cache, checking its junk first. */
+static struct om_cache_entry
+take_out(struct dir_info *d, unsigned int k, unsigned int i)
 {
-	struct om_cache_entry *e = slot(d, k, i);
-	size_t len = (size_t)e->npages << OM_PAGE_SHIFT;
+	struct om_cache_entry e = *slot(d, k, i);
 
-	if (e->junked && !e->noaccess && d->junk)
-		om_junk_validate(d, mopts.junk_validate_full, (void *)e->p,
-		    data_len(e));
-	if (to_depot && !e->guarded && e->npages <= DEPOT_RUN &&
-	    d->npending < OM_PENDING) {
-		struct om_span *s = &d->pending[d->npending++];
-
-		s->p = e->p;
-		s->len = len;
-		s->offer = *e;
-		d->mapped -= len;
-		remove_entry(d, k, i);
-		return;
-	}
-	batch[*n].p = e->p;
-	batch[*n].len = len;
-	(*n)++;
+	if (e.junked && !e.noaccess && d->junk)
+		om_junk_validate(d, mopts.junk_validate_full, (void *)e.p,
+		    data_len(&e));
 	remove_entry(d, k, i);
+	return e;
 }
 
 /* Append a run to its class (which has room). */
@@ -640,18 +621,15 @@ om_cache_get(struct dir_info *d, size_t npages, int guarded, int *zeroed)
 	return map_fresh(d, npages, guarded, zeroed);
 }
 
-static void
-sort_entries(struct om_cache_entry *e, unsigned int n)
+/* Whether run b starts where run a ends and can become one run with it:
+ * neither guarded, the same state, not longer than the depot keeps. */
+static int
+joins(const struct om_cache_entry *a, const struct om_cache_entry *b)
 {
-	unsigned int i, j;
-
-	for (i = 1; i < n; i++) {
-		struct om_cache_entry t = e[i];
-
-		for (j = i; j > 0 && e[j - 1].p > t.p; j--)
-			e[j] = e[j - 1];
-		e[j] = t;
-	}
+	return !a->guarded && !b->guarded && b->p == a->p +
+	    ((uintptr_t)a->npages << OM_PAGE_SHIFT) && b->junked == a->junked &&
+	    b->noaccess == a->noaccess && b->fresh == a->fresh &&
+	    a->npages + b->npages <= DEPOT_RUN;
 }
 
 /*
@@ -666,38 +644,30 @@ sort_entries(struct om_cache_entry *e, unsigned int n)
 static void
 make_room(struct dir_info *d, unsigned int k, size_t npages)
 {
-	struct om_cache_entry out[EVICT_BATCH];
-	struct om_span batch[EVICT_BATCH];
+	struct om_span out[EVICT_BATCH], batch[EVICT_BATCH];
 	unsigned int want = d->cache_cap[k] / 4, m = 0, i, nb = 0;
 
 	while (d->cache_n[k] > 0 && m < EVICT_BATCH &&
 	    (m < want || d->cache_n[k] == d->cache_cap[k] || (k == 0 &&
 	    d->cache_big_pages + npages > d->cache_big_max))) {
-		struct om_cache_entry *e;
-
 		i = (unsigned int)((om_rbyte(&d->rng) * d->cache_n[k]) >> 8);
-		e = slot(d, k, i);
-		if (e->junked && !e->noaccess && d->junk)
-			om_junk_validate(d, mopts.junk_validate_full,
-			    (void *)e->p, data_len(e));
-		out[m++] = *e;
-		remove_entry(d, k, i);
+		out[m].offer = take_out(d, k, i);
+		out[m].p = out[m].offer.p;
+		m++;
 	}
-	sort_entries(out, m);
+	if (m == 0)
+		return;
+	sort_spans(out, m);
 	for (i = 0; i < m; i++) {
-		struct om_cache_entry run = out[i];
+		struct om_cache_entry run = out[i].offer;
 		size_t len;
 
-		while (i + 1 < m && !run.guarded && !out[i + 1].guarded &&
-		    out[i + 1].p == run.p + ((uintptr_t)run.npages <<
-		    OM_PAGE_SHIFT) && out[i + 1].junked == run.junked &&
-		    out[i + 1].noaccess == run.noaccess &&
-		    out[i + 1].fresh == run.fresh &&
-		    run.npages + out[i + 1].npages <= DEPOT_RUN)
-			run.npages += out[++i].npages;
+		while (i + 1 < m && joins(&run, &out[i + 1].offer))
+			run.npages += out[++i].offer.npages;
 		len = (size_t)run.npages << OM_PAGE_SHIFT;
 		if (!run.guarded && run.npages <= DEPOT_RUN &&
 		    d->npending < OM_PENDING) {
+			/* Offered to the depot by unlock(). */
 			struct om_span *q = &d->pending[d->npending++];
 
 			q->p = run.p;
@@ -754,6 +724,7 @@ size_t
 om_cache_trim(struct dir_info *d)
 {
 	struct om_span batch[64];
+	struct om_cache_entry e;
 	unsigned int n = 0, k;
 	size_t pages = d->cache_pages;
 
@@ -763,7 +734,10 @@ om_cache_trim(struct dir_info *d)
 				unmap_spans(d, batch, n);
 				n = 0;
 			}
-			evict(d, k, d->cache_n[k] - 1u, batch, &n, 0);
+			e = take_out(d, k, d->cache_n[k] - 1u);
+			batch[n].p = e.p;
+			batch[n].len = (size_t)e.npages << OM_PAGE_SHIFT;
+			n++;
 		}
 	if (n > 0)
 		unmap_spans(d, batch, n);
