@@ -1,19 +1,22 @@
 /*
- * cache.c - the free-page cache of a pool, junk filling and validation.
+ * cache.c - the free-page cache of a pool, the shared depot, junk filling
+ * and validation.
  *
- * Freed page regions (and empty chunk pages) wait here, up to cache_max
- * pages per pool, so that a malloc/free loop of a block that fits makes no
- * system call.  Entries are taken by exact size (a random starting slot,
- * so reuse order is not predictable), else split from a larger one.  A
- * miss for a single page maps a batch, which keeps chunk pages from
- * costing one mmap each.  Overflow evicts random entries; the evicted
- * ranges are merged where adjacent and unmapped with as few calls as
- * possible.  munmap, not MADV_DONTNEED, so the commit charge drops too.
+ * Freed page regions (and empty chunk pages) wait in the pool's cache,
+ * in classes by run length (om_cache_init has the sizes), so that a
+ * malloc/free loop of a block that fits makes no system call.  A run is
+ * taken by exact length, at random from its class, so reuse order is not
+ * predictable; a full class evicts a random quarter of itself, joining
+ * runs that touch.  A miss for a single page maps a batch, which keeps
+ * chunk pages from costing one mmap each.  Evicted runs go to the depot,
+ * shared by all pools, or back to the kernel: munmap, not MADV_DONTNEED,
+ * so the commit charge drops too; both after the pool lock is released.
  *
  * Junk: level 1 writes a few words spread over the first page (OpenBSD's
  * sparse junk), level 2 fills everything; both are checked when the pages
  * are reused or evicted.  With U (and F) cached pages are PROT_NONE.
- * All functions here: pool locked.
+ * All functions here: pool locked, except om_cache_depot_offer, trim and
+ * the fork hooks.
  */
 #include "internal.h"
 
