@@ -505,11 +505,11 @@ om_junk_sparse_ok(const void *p, size_t sz)
 void om_junk_validate(struct dir_info *d, int full, const void *p, size_t sz);
 
 /*
- * Level-1 junk of a freed chunk: the same four words as om_junk_free puts
- * in a block (all of a chunk of four words or less), from offsets fixed
- * per bucket at initialisation, so that free and reuse pay four stores
- * and four loads whatever the chunk size.  Word 0, where a stale pointer
- * is most often written through, is always one of them.
+ * Level-1 junk of a freed chunk: four words, the first of each quarter
+ * of the chunk (both words of a 16-byte chunk), from offsets fixed per
+ * bucket at initialisation, so that free and reuse pay four stores and
+ * four loads whatever the chunk size.  Word 0, where a stale pointer is
+ * most often written through, is always one of them.
  */
 OM_INLINE void
 om_junk_chunk(void *p, unsigned int bucket)
