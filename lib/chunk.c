@@ -138,11 +138,16 @@ om_chunk_index(struct dir_info *d, struct chunk_info *info, const void *p)
 	return slot;
 }
 
+/*
+ * A chunk_info record for bucket: a spare one, else carved from the pool's
+ * current page of records, which all buckets share (a page per bucket
+ * would keep up to 22 pages per pool resident for a few records each).
+ */
 static struct chunk_info *
 alloc_info(struct dir_info *d, unsigned int bucket)
 {
 	struct chunk_info *info = d->info_free[bucket];
-	size_t rec, len, n, i;
+	size_t rec, len;
 	char *q;
 
 	if (info != NULL) {
@@ -150,18 +155,19 @@ alloc_info(struct dir_info *d, unsigned int bucket)
 		return info;
 	}
 	rec = mopts.info_size[bucket];
-	len = rec > OM_PAGE_SIZE ? OM_PAGEROUND(rec) : OM_PAGE_SIZE;
-	q = om_os_map(len, d->conceal);
-	if (q == NULL)
-		return NULL;
-	d->mapped += len;
-	n = len / rec;
-	for (i = 1; i < n; i++) {
-		info = (struct chunk_info *)(q + i * rec);
-		info->next = d->info_free[bucket];
-		d->info_free[bucket] = info;
+	if (rec > d->info_left) {
+		len = rec > OM_PAGE_SIZE ? OM_PAGEROUND(rec) : OM_PAGE_SIZE;
+		q = om_os_map(len, d->conceal);
+		if (q == NULL)
+			return NULL;
+		d->mapped += len;
+		d->info_next = q;
+		d->info_left = len;
 	}
-	return (struct chunk_info *)q;
+	info = (struct chunk_info *)(void *)d->info_next;
+	d->info_next += rec;
+	d->info_left -= rec;
+	return info;
 }
 
 static void

@@ -450,6 +450,34 @@ START_TEST(malloc_zero)
 }
 END_TEST
 
+/*
+ * The chunk_info records of all buckets are carved from shared pages:
+ * the first chunk pages of five size classes in a new pool have their
+ * records in one page, not one page each.
+ */
+START_TEST(info_records_shared)
+{
+	static const size_t sizes[] = { 16, 64, 256, 1024, 2048 };
+	struct dir_info *d = unit_pool();
+	uintptr_t page = 0;
+	size_t total = 0;
+	unsigned int i;
+
+	for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		void *p = chunk_get(d, sizes[i]);
+		struct chunk_info *info = info_of(d, p);
+
+		ck_assert_ptr_nonnull(info);
+		total += mopts.info_size[om_bucket_of(sizes[i])];
+		if (i == 0)
+			page = (uintptr_t)info & ~(uintptr_t)OM_PAGE_MASK;
+		else if (total <= OM_PAGE_SIZE)
+			ck_assert_uint_eq((uintptr_t)info &
+			    ~(uintptr_t)OM_PAGE_MASK, page);
+	}
+}
+END_TEST
+
 START_TEST(empty_page_released)
 {
 	struct dir_info *d = unit_pool();
@@ -522,6 +550,7 @@ main(void)
 	tcase_add_test(t, info_canary);
 	tcase_add_test(t, malloc_zero);
 	tcase_add_test(t, empty_page_released);
+	tcase_add_test(t, info_records_shared);
 	tcase_add_test(t, inuse_counts);
 	tcase_add_test(t, junk_new);
 	tcase_add_test(t, table_entry_checked);
