@@ -106,6 +106,10 @@ unlock_and_unmap(struct dir_info *d)
 	memcpy(s, d->pending, n * sizeof(s[0]));
 	d->npending = 0;
 	release_lock(d);
+	/* Still inside the allocator, now perhaps holding the depot lock: a
+	 * signal handler that calls it here is caught as a recursive call
+	 * rather than left waiting for a lock its own thread holds. */
+	om_self |= (uint64_t)(d->index + 1) << 32;
 	for (i = 0; i < n; i++) {
 		struct om_cache_entry out;
 
@@ -116,6 +120,7 @@ unlock_and_unmap(struct dir_info *d)
 			om_os_unmap((void *)out.p,
 			    (size_t)out.npages << OM_PAGE_SHIFT);
 	}
+	om_self = (uint32_t)om_self;
 }
 
 OM_INLINE void
