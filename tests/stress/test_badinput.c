@@ -335,14 +335,7 @@ badinput_suite(void)
 int
 main(int argc, char **argv)
 {
-	SRunner *sr;
-	int failed;
-
 	if (argc > 1 && strcmp(argv[1], "work") == 0)
 		return child_work();
-	sr = srunner_create(badinput_suite());
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return st_main(badinput_suite());
 }

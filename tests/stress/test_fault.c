@@ -249,9 +249,6 @@ fault_suite(void)
 int
 main(int argc, char **argv)
 {
-	SRunner *sr;
-	int failed;
-
 	fault_mmap = (void (*)(long))dlsym(RTLD_DEFAULT, "omalloc_fault_mmap");
 	if (fault_mmap == NULL) {
 		printf("omalloc_fault_mmap absent (build with "
@@ -260,9 +257,5 @@ main(int argc, char **argv)
 	}
 	if (argc > 1)
 		return child_mode(argv[1]);
-	sr = srunner_create(fault_suite());
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return st_main(fault_suite());
 }

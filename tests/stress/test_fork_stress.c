@@ -395,11 +395,5 @@ fork_suite(void)
 int
 main(void)
 {
-	SRunner *sr = srunner_create(fork_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return st_main(fork_suite());
 }

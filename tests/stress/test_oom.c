@@ -387,14 +387,7 @@ oom_suite(void)
 int
 main(int argc, char **argv)
 {
-	SRunner *sr;
-	int failed;
-
 	if (argc > 1)
 		return child_mode(argv[1]);
-	sr = srunner_create(oom_suite());
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return st_main(oom_suite());
 }

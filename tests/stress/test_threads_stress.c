@@ -353,11 +353,5 @@ stress_suite(void)
 int
 main(void)
 {
-	SRunner *sr = srunner_create(stress_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return st_main(stress_suite());
 }

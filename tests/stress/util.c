@@ -11,6 +11,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <check.h>
+
 #include "util.h"
 
 extern char **environ;
@@ -223,4 +225,16 @@ st_lines(const char *s)
 		if (*s == '\n')
 			n++;
 	return n;
+}
+
+int
+st_main(Suite *s)
+{
+	SRunner *sr = srunner_create(s);
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }

@@ -59,4 +59,9 @@ double st_now(void);
 /* The number of lines in s. */
 int st_lines(const char *s);
 
+/* Run suite s and return the exit status of the program: 0 if every test
+ * passed (the twin of unit_main in tests/unit). */
+struct Suite;
+int st_main(struct Suite *s);
+
 #endif /* STRESS_UTIL_H */
