@@ -325,7 +325,12 @@ om_region_free(struct dir_info *d, struct region_info *r, void *p, int clear,
 /*
  * Resize a region in place when possible: the same pages, fewer pages (the
  * tail goes to the cache), or more pages mapped right behind it.  Returns
- * p when done, NULL when the caller must move the block.
+ * p when done, NULL when the caller must move the block.  Below 64 KiB a
+ * region only keeps its page count: growing would cost a system call and
+ * page faults where cached pages cost a copy, and shrinking would leave a
+ * tail of a length nobody asked for in the cache, where the freed block's
+ * own length is asked for again (phong-like programs, which realloc blocks
+ * up and down, otherwise see a class emptied and another overflowing).
  */
 void *
 om_region_realloc(struct dir_info *d, struct region_info *r, void *p,
@@ -348,7 +353,7 @@ om_region_realloc(struct dir_info *d, struct region_info *r, void *p,
 		check_canary(d, r);
 
 	if (newlen < oldlen) {
-		if (mopts.guard)
+		if (mopts.guard || oldlen < REALLOC_INPLACE_MIN)
 			return NULL;
 		d->cheap_realloc_tries++;
 		om_cache_put(d, page + newlen,
@@ -356,11 +361,6 @@ om_region_realloc(struct dir_info *d, struct region_info *r, void *p,
 		d->inuse -= oldlen - newlen;
 		d->cheap_reallocs++;
 	} else if (newlen > oldlen) {
-		/*
-		 * Growing in place costs a system call, which fails whenever
-		 * the next pages are taken, and page faults on the new pages;
-		 * below 64 KiB, copying into cached pages costs less.
-		 */
 		if (mopts.guard || oldlen < REALLOC_INPLACE_MIN)
 			return NULL;
 		d->cheap_realloc_tries++;

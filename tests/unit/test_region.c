@@ -299,40 +299,48 @@ END_TEST
 START_TEST(realloc_in_place)
 {
 	struct dir_info *d = unit_pool();
-	char *p = om_region_alloc(d, 5 * OM_PAGE_SIZE, 0, 0, NULL), *q;
+	char *p = om_region_alloc(d, 20 * OM_PAGE_SIZE, 0, 0, NULL), *q;
 	struct region_info *r = om_region_find(d, p);
+	unsigned int cached = d->cache_n[3];
 
 	ck_assert_ptr_nonnull(r);
-	memset(p, 0x33, 3 * OM_PAGE_SIZE);
-	q = om_region_realloc(d, r, p, 3 * OM_PAGE_SIZE);
+	memset(p, 0x33, 17 * OM_PAGE_SIZE);
+	q = om_region_realloc(d, r, p, 17 * OM_PAGE_SIZE);
 	if (mopts.guard || mopts.opt.realloc_move) {
 		ck_assert_ptr_null(q);
 		return;
 	}
+	/* From 64 KiB, a shrink keeps the block and caches the tail. */
 	ck_assert_ptr_eq(q, p);
 	ck_assert_uint_eq(d->cheap_reallocs, 1);
 	ck_assert_uint_eq(d->cheap_realloc_tries, 1);
-	ck_assert_uint_eq(om_region_find(d, p)->size, 3 * OM_PAGE_SIZE);
-	ck_assert_uint_eq(d->inuse, 3 * OM_PAGE_SIZE);
-	ck_assert_uint_eq((uint8_t)p[3 * OM_PAGE_SIZE - 1], 0x33);
+	ck_assert_uint_eq(om_region_find(d, p)->size, 17 * OM_PAGE_SIZE);
+	ck_assert_uint_eq(d->inuse, 17 * OM_PAGE_SIZE);
+	ck_assert_uint_eq(d->cache_n[3], cached + 1);
+	ck_assert_uint_eq((uint8_t)p[17 * OM_PAGE_SIZE - 1], 0x33);
 	/* The same page count: nothing to do, still in place. */
 	q = om_region_realloc(d, om_region_find(d, p), p,
-	    3 * OM_PAGE_SIZE - 100);
+	    17 * OM_PAGE_SIZE - 100);
 	ck_assert_ptr_eq(q, p);
-	ck_assert_uint_eq(om_region_find(d, p)->size, 3 * OM_PAGE_SIZE - 100);
+	ck_assert_uint_eq(om_region_find(d, p)->size, 17 * OM_PAGE_SIZE - 100);
+	/* Growing from 64 KiB tries the pages behind the block. */
+	q = om_region_realloc(d, om_region_find(d, p), p, 18 * OM_PAGE_SIZE);
+	ck_assert_uint_eq(d->cheap_realloc_tries, 2);
+	ck_assert_uint_eq(d->cheap_reallocs, q != NULL ? 2 : 1);
 	/* Small sizes always move. */
 	ck_assert_ptr_null(om_region_realloc(d, om_region_find(d, p), p,
 	    OM_MAXCHUNK));
-	/* Growing a region under 64 KiB moves it without trying to map the
-	 * pages behind it; from 64 KiB on, that is tried. */
-	ck_assert_ptr_null(om_region_realloc(d, om_region_find(d, p), p,
-	    4 * OM_PAGE_SIZE));
-	ck_assert_uint_eq(d->cheap_realloc_tries, 1);
-	p = om_region_alloc(d, 16 * OM_PAGE_SIZE, 0, 0, NULL);
+	/* Under 64 KiB a region moves both ways, without trying: the cache
+	 * holds runs by exact length, and the tail a shrink would leave, or
+	 * a run taken apart, is a length nobody asked for. */
+	p = om_region_alloc(d, 5 * OM_PAGE_SIZE, 0, 0, NULL);
 	ck_assert_ptr_nonnull(p);
-	q = om_region_realloc(d, om_region_find(d, p), p, 17 * OM_PAGE_SIZE);
+	ck_assert_ptr_null(om_region_realloc(d, om_region_find(d, p), p,
+	    3 * OM_PAGE_SIZE));
+	ck_assert_ptr_null(om_region_realloc(d, om_region_find(d, p), p,
+	    6 * OM_PAGE_SIZE));
 	ck_assert_uint_eq(d->cheap_realloc_tries, 2);
-	ck_assert_uint_eq(d->cheap_reallocs, q != NULL ? 2 : 1);
+	ck_assert_uint_eq(om_region_find(d, p)->size, 5 * OM_PAGE_SIZE);
 }
 END_TEST
 
