@@ -6,8 +6,8 @@
  * in classes by run length (om_cache_init has the sizes), so that a
  * malloc/free loop of a block that fits makes no system call.  A run is
  * taken by exact length, at random from its class, so reuse order is not
- * predictable; a full class evicts a random quarter of itself, joining
- * runs that touch.  A miss for a single page maps a batch, which keeps
+ * predictable; a class out of room evicts random runs, a quarter of its
+ * share, joining runs that touch.  A miss for a single page maps a batch, which keeps
  * chunk pages from costing one mmap each.  Evicted runs go to the depot,
  * shared by all pools, or back to the kernel: munmap, not MADV_DONTNEED,
  * so the commit charge drops too; both after the pool lock is released.
@@ -450,7 +450,15 @@ slot(struct dir_info *d, unsigned int k, unsigned int i)
  * Size the classes from the pool's cache scale C (64, halved and doubled
  * by < and >), as OpenBSD does: C runs of each length up to 8 pages, C/2
  * of 9 to 16, C/4 of 17 to 24, C/8 of 25 to 32, and C longer runs of at
- * most 32 C pages together.  The slots are mapped here, outside the pool.
+ * most 32 C pages together.  Those are the classes' shares.  A class of
+ * 2 to 32 pages has slots for twice its share and may use them while the
+ * classes together hold no more pages than their shares add up to: a
+ * program's demand for one length rises while another's falls, and a
+ * class that had to evict at its share would unmap what the next malloc
+ * of that length maps again.  Single pages keep to their share: empty
+ * chunk pages come and go by the dozen in programs that free in other
+ * threads (larson), and a pool would keep twice as many of them idle.
+ * The slots are mapped here, outside the pool.
  */
 int
 om_cache_init(struct dir_info *d)
@@ -458,14 +466,18 @@ om_cache_init(struct dir_info *d)
 	unsigned int k, total = 0;
 	size_t len;
 
+	d->cache_small_max = 0;
 	for (k = 1; k <= OM_CACHE_SMALL; k++) {
 		d->cache_base[k] = (uint16_t)total;
 		d->cache_cap[k] = (uint16_t)(d->cache_max >> ((k - 1) / 8));
-		total += d->cache_cap[k];
+		d->cache_room[k] = (uint16_t)(k > 1 ? 2 * d->cache_cap[k] :
+		    d->cache_cap[k]);
+		d->cache_small_max += (size_t)d->cache_cap[k] * k;
+		total += d->cache_room[k];
 	}
 	d->cache_base[0] = (uint16_t)total;
-	d->cache_cap[0] = (uint16_t)d->cache_max;
-	total += d->cache_cap[0];
+	d->cache_cap[0] = d->cache_room[0] = (uint16_t)d->cache_max;
+	total += d->cache_room[0];
 	d->cache_big_max = (size_t)d->cache_max * OM_CACHE_SMALL;
 	if (total == 0)
 		return 0;
@@ -572,7 +584,7 @@ map_fresh(struct dir_info *d, size_t npages, int guarded, int *zeroed)
 
 	/* Single pages come in batches; the rest waits in the cache. */
 	if (npages == 1 && !guarded &&
-	    d->cache_cap[1] - d->cache_n[1] >= BATCH_PAGES - 1)
+	    d->cache_room[1] - d->cache_n[1] >= BATCH_PAGES - 1)
 		batch = BATCH_PAGES;
 	p = om_os_map(batch << OM_PAGE_SHIFT, d->conceal);
 	if (p == NULL && batch != npages) {
@@ -636,23 +648,20 @@ joins(const struct om_cache_entry *a, const struct om_cache_entry *b)
 }
 
 /*
- * Evict random runs of class k until it has room for a run of npages, and
- * at least a quarter of the class (up to EVICT_BATCH runs), so that the
- * evictions come in batches: runs that touch (pages freed in order, a
- * batch mapped at once) are joined where their state is the same, and
- * each joined run is offered to the depot as one, or unmapped in one
- * call, once the lock is released.  A joined run's level-1 junk is then
- * checked in its first page only.
+ * Evict count random runs of class k (at most EVICT_BATCH), in one batch:
+ * runs that touch (pages freed in order, a batch mapped at once) are
+ * joined where their state is the same, and each joined run is offered
+ * to the depot as one, or unmapped in one call, once the lock is
+ * released.  A joined run's level-1 junk is then checked in its first
+ * page only.
  */
 static void
-make_room(struct dir_info *d, unsigned int k, size_t npages)
+evict(struct dir_info *d, unsigned int k, unsigned int count)
 {
 	struct om_span out[EVICT_BATCH], batch[EVICT_BATCH];
-	unsigned int want = d->cache_cap[k] / 4, m = 0, i, nb = 0;
+	unsigned int m = 0, i, nb = 0;
 
-	while (d->cache_n[k] > 0 && m < EVICT_BATCH &&
-	    (m < want || d->cache_n[k] == d->cache_cap[k] || (k == 0 &&
-	    d->cache_big_pages + npages > d->cache_big_max))) {
+	while (d->cache_n[k] > 0 && m < count && m < EVICT_BATCH) {
 		i = (unsigned int)((om_rbyte(&d->rng) * d->cache_n[k]) >> 8);
 		out[m].offer = take_out(d, k, i);
 		out[m].p = out[m].offer.p;
@@ -687,6 +696,50 @@ make_room(struct dir_info *d, unsigned int k, size_t npages)
 		unmap_spans(d, batch, nb);
 }
 
+/* A quarter of class k's share, at least one run. */
+static unsigned int
+quarter(const struct dir_info *d, unsigned int k)
+{
+	return d->cache_cap[k] >= 4 ? d->cache_cap[k] / 4u : 1u;
+}
+
+/*
+ * Make room for a run of npages in class k: when the class is out of
+ * slots (class 0: over its pages), evict a random quarter of its share;
+ * when classes 1..32 would hold more pages than their shares add up to,
+ * evict from the class furthest over its share, counting the run to come.
+ * A class within its share is never evicted for another one.
+ */
+static void
+make_room(struct dir_info *d, unsigned int k, size_t npages)
+{
+	if (d->cache_n[k] == d->cache_room[k])
+		evict(d, k, quarter(d, k));
+	if (k == 0) {
+		while (d->cache_n[0] > 0 &&
+		    d->cache_big_pages + npages > d->cache_big_max)
+			evict(d, 0, quarter(d, 0));
+		return;
+	}
+	while (d->cache_pages - d->cache_big_pages + npages >
+	    d->cache_small_max) {
+		unsigned int v, victim = 0;
+		long over, most = 0;
+
+		for (v = 1; v <= OM_CACHE_SMALL; v++) {
+			over = ((long)d->cache_n[v] + (v == k) -
+			    (long)d->cache_cap[v]) * (long)v;
+			if (over > most) {
+				most = over;
+				victim = v;
+			}
+		}
+		if (victim == 0 || d->cache_n[victim] == 0)
+			break;
+		evict(d, victim, quarter(d, victim));
+	}
+}
+
 /* Take pages back: junk them, cache them, or unmap what does not fit. */
 void
 om_cache_put(struct dir_info *d, void *p, size_t npages, int guarded)
@@ -694,7 +747,7 @@ om_cache_put(struct dir_info *d, void *p, size_t npages, int guarded)
 	int k = class_of(npages);
 	size_t datalen = (npages - (guarded ? 1 : 0)) << OM_PAGE_SHIFT;
 
-	if (k < 0 || d->cache_cap[k] == 0 || (k == 0 && npages >
+	if (k < 0 || d->cache_room[k] == 0 || (k == 0 && npages >
 	    d->cache_big_max)) {
 		struct om_span s = { .p = (uintptr_t)p,
 			.len = npages << OM_PAGE_SHIFT };
@@ -702,10 +755,7 @@ om_cache_put(struct dir_info *d, void *p, size_t npages, int guarded)
 		unmap_spans(d, &s, 1);
 		return;
 	}
-	/* Full: random runs of the class make room, a quarter of it. */
-	if (d->cache_n[k] == d->cache_cap[k] || (k == 0 &&
-	    d->cache_big_pages + npages > d->cache_big_max))
-		make_room(d, (unsigned int)k, npages);
+	make_room(d, (unsigned int)k, npages);
 
 	struct om_cache_entry add = { .p = (uintptr_t)p,
 		.npages = (uint32_t)npages,

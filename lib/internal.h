@@ -302,12 +302,14 @@ struct dir_info {
 	 */
 	struct om_cache_entry *cache;
 	uint16_t cache_base[OM_CACHE_CLASSES];	/* first slot of a class */
-	uint16_t cache_cap[OM_CACHE_CLASSES];	/* its slots */
+	uint16_t cache_cap[OM_CACHE_CLASSES];	/* its share of the runs */
+	uint16_t cache_room[OM_CACHE_CLASSES];	/* its slots */
 	uint16_t cache_n[OM_CACHE_CLASSES];	/* its runs */
 	unsigned int cache_used;	/* runs */
 	size_t cache_pages;		/* pages held */
 	size_t cache_big_pages;		/* of them in class 0 */
 	size_t cache_big_max;		/* and at most there */
+	size_t cache_small_max;		/* at most in classes 1..32 */
 
 	/*
 	 * Ranges evicted under the lock, handed to the depot or unmapped by

@@ -118,10 +118,19 @@ START_TEST(class_sizes)
 	struct dir_info *d = unit_pool();
 	unsigned int k, c = d->cache_max;
 
+	size_t shares = 0;
+
 	ck_assert_uint_eq(c, (unsigned int)mopts.opt.cache_pages);
-	for (k = 1; k <= OM_CACHE_SMALL; k++)
+	for (k = 1; k <= OM_CACHE_SMALL; k++) {
 		ck_assert_uint_eq(d->cache_cap[k], c >> ((k - 1) / 8));
+		/* Single pages keep to their share; longer runs may borrow. */
+		ck_assert_uint_eq(d->cache_room[k],
+		    (k == 1 ? 1 : 2) * d->cache_cap[k]);
+		shares += (size_t)d->cache_cap[k] * k;
+	}
+	ck_assert_uint_eq(d->cache_small_max, shares);
 	ck_assert_uint_eq(d->cache_cap[0], c);
+	ck_assert_uint_eq(d->cache_room[0], c);
 	ck_assert_uint_eq(d->cache_big_max, (size_t)c * OM_CACHE_SMALL);
 	if (c == 64) {
 		ck_assert_uint_eq(d->cache_cap[8], 64);
@@ -132,15 +141,15 @@ START_TEST(class_sizes)
 END_TEST
 
 /*
- * A full class makes room by evicting random runs of its own length, a
- * quarter of it: the evicted runs are offered to the depot once the lock
- * is dropped or unmapped, and nothing else moves.
+ * A class out of slots makes room by evicting random runs of its own
+ * length, a quarter of its share: the evicted runs are offered to the
+ * depot once the lock is dropped or unmapped, and nothing else moves.
  */
 START_TEST(eviction_unmaps)
 {
 	struct dir_info *d = unit_pool();
 	struct om_os_counts a, b;
-	unsigned int i, incache = 0, cap = d->cache_cap[10], n = cap + 4;
+	unsigned int i, incache = 0, cap = d->cache_room[10], n = cap + 4;
 	void **blk;
 	size_t depot_pages;
 
@@ -156,9 +165,9 @@ START_TEST(eviction_unmaps)
 		om_cache_put(d, blk[i], 10, 0);
 		ck_assert_uint_le(d->cache_n[10], cap);
 	}
-	/* A full class gives up a quarter of itself at once. */
+	/* A full class gives up a quarter of its share at once. */
 	ck_assert_uint_le(d->cache_n[10], cap);
-	ck_assert_uint_ge(d->cache_n[10], cap - cap / 4);
+	ck_assert_uint_ge(d->cache_n[10], cap - d->cache_cap[10] / 4);
 	ck_assert_uint_lt(d->cache_n[10], n);
 	ck_assert_uint_eq(d->cache_pages, (size_t)d->cache_n[10] * 10);
 	/* Evicted runs are offered to the depot (for any pool) once the
@@ -176,6 +185,43 @@ START_TEST(eviction_unmaps)
 	ck_assert_uint_eq(incache, d->cache_n[10]);
 	ck_assert_uint_le(depot_pages, (size_t)(n - incache) * 10);
 	ck_assert_uint_gt(b.munmap, a.munmap);
+	free(blk);
+}
+END_TEST
+
+/*
+ * Classes 2..32 share their pages: with nothing else cached, one of them
+ * fills all its slots, twice its share; when the classes together would
+ * go over the sum of their shares, the class furthest over its share
+ * gives up runs, not the one within its share that is being added to.
+ */
+START_TEST(classes_share_room)
+{
+	struct dir_info *d = unit_pool();
+	unsigned int i, room = d->cache_room[10], cap = d->cache_cap[10];
+	void **blk;
+
+	if (cap < 4 || d->cache_cap[4] < 3)
+		return;
+	blk = calloc(room, sizeof(*blk));
+	ck_assert_ptr_nonnull(blk);
+	for (i = 0; i < room; i++)
+		blk[i] = own_pages(d, 10);
+	for (i = 0; i < room; i++)
+		om_cache_put(d, blk[i], 10, 0);
+	ck_assert_uint_eq(d->cache_n[10], room);
+	ck_assert_uint_eq(d->cache_pages, (size_t)room * 10);
+	settle(d);
+
+	/* Room for two more runs of 4 pages, not three. */
+	d->cache_small_max = d->cache_pages + 2 * 4;
+	for (i = 0; i < 3; i++)
+		om_cache_put(d, own_pages(d, 4), 4, 0);
+	ck_assert_uint_eq(d->cache_n[4], 3);
+	ck_assert_uint_lt(d->cache_n[10], room);
+	ck_assert_uint_ge(d->cache_n[10], room - cap / 4);
+	ck_assert_uint_le(d->cache_pages, d->cache_small_max);
+	settle(d);
 	free(blk);
 }
 END_TEST
@@ -521,6 +567,7 @@ main(void)
 	tcase_add_test(t, trim_returns_pages);
 	tcase_add_test(t, exact_length_only);
 	tcase_add_test(t, class_sizes);
+	tcase_add_test(t, classes_share_room);
 	tcase_add_test(t, single_pages_batched);
 	tcase_add_test(t, guarded_entries_apart);
 	tcase_add_test(t, junk_fill);
