@@ -7,10 +7,11 @@
  * malloc/free loop of a block that fits makes no system call.  A run is
  * taken by exact length, at random from its class, so reuse order is not
  * predictable; a class out of room evicts random runs, a quarter of its
- * share, joining runs that touch.  A miss for a single page maps a batch, which keeps
- * chunk pages from costing one mmap each.  Evicted runs go to the depot,
- * shared by all pools, or back to the kernel: munmap, not MADV_DONTNEED,
- * so the commit charge drops too; both after the pool lock is released.
+ * share, joining runs that touch.  A miss for a run of up to 8 pages maps
+ * a batch, which keeps chunk pages and a growing heap from costing one
+ * mmap each.  Evicted runs go to the depot, shared by all pools, or back
+ * to the kernel: munmap, not MADV_DONTNEED, so the commit charge drops
+ * too; both after the pool lock is released.
  *
  * Junk: level 1 writes a few words spread over the first page (OpenBSD's
  * sparse junk), level 2 fills everything; both are checked when the pages
@@ -20,7 +21,7 @@
  */
 #include "internal.h"
 
-#define BATCH_PAGES 16		/* pages mapped at once for chunk pages */
+#define BATCH_PAGES 16		/* pages mapped at once for short runs */
 #define DEPOT_SLOTS 2048	/* enough for DEPOT_MAX single pages */
 #define DEPOT_RUN 64		/* longer runs are not worth keeping */
 #define DEPOT_MIN 256		/* pages the depot may hold from the start */
@@ -268,7 +269,8 @@ depot_get(size_t npages, struct om_cache_entry *out)
 	}
 	for (n = (unsigned int)npages; !found && n <= DEPOT_RUN; n++) {
 		/* A miss a turned-away run could have served. */
-		size_t want = npages == 1 ? BATCH_PAGES : npages, grow;
+		size_t want = npages <= BATCH_PAGES / 2 ? BATCH_PAGES : npages;
+		size_t grow;
 
 		if (depot.lost[n] == 0)
 			continue;
@@ -570,7 +572,7 @@ add_entry(struct dir_info *d, unsigned int k, const struct om_cache_entry *e)
 static void *
 map_fresh(struct dir_info *d, size_t npages, int guarded, int *zeroed)
 {
-	size_t batch = npages, i;
+	size_t runs = 1, i;
 	struct om_cache_entry e;
 	char *p;
 
@@ -582,24 +584,40 @@ map_fresh(struct dir_info *d, size_t npages, int guarded, int *zeroed)
 		}
 	}
 
-	/* Single pages come in batches; the rest waits in the cache. */
-	if (npages == 1 && !guarded &&
-	    d->cache_room[1] - d->cache_n[1] >= BATCH_PAGES - 1)
-		batch = BATCH_PAGES;
-	p = om_os_map(batch << OM_PAGE_SHIFT, d->conceal);
-	if (p == NULL && batch != npages) {
-		batch = npages;
-		p = om_os_map(batch << OM_PAGE_SHIFT, d->conceal);
+	/*
+	 * Runs of up to half a batch come several to a mapping, as many as
+	 * fill BATCH_PAGES and the class has room for; the rest waits in the
+	 * cache, untouched.  A growing heap then makes a system call per
+	 * batch, not per run, and runs mapped together can be unmapped
+	 * together.
+	 */
+	if (!guarded && npages <= BATCH_PAGES / 2) {
+		size_t room = d->cache_room[npages] - d->cache_n[npages];
+		size_t held = d->cache_pages - d->cache_big_pages;
+		size_t budget = d->cache_small_max > held ?
+		    d->cache_small_max - held : 0;
+
+		runs = BATCH_PAGES / npages - 1;
+		if (runs > room)
+			runs = room;
+		if (runs * npages > budget)
+			runs = budget / npages;
+		runs++;
+	}
+	p = om_os_map(runs * npages << OM_PAGE_SHIFT, d->conceal);
+	if (p == NULL && runs > 1) {
+		runs = 1;
+		p = om_os_map(npages << OM_PAGE_SHIFT, d->conceal);
 	}
 	if (p == NULL)
 		return NULL;
-	d->mapped += batch << OM_PAGE_SHIFT;
-	for (i = npages; i < batch; i++) {
+	d->mapped += runs * npages << OM_PAGE_SHIFT;
+	for (i = 1; i < runs; i++) {
 		struct om_cache_entry rest = {
-			.p = (uintptr_t)p + (i << OM_PAGE_SHIFT),
-			.npages = 1, .fresh = 1 };
+			.p = (uintptr_t)p + (i * npages << OM_PAGE_SHIFT),
+			.npages = (uint32_t)npages, .fresh = 1 };
 
-		add_entry(d, 1, &rest);
+		add_entry(d, (unsigned int)npages, &rest);
 	}
 	*zeroed = 1;
 	return p;

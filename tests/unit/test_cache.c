@@ -325,32 +325,55 @@ START_TEST(exact_length_only)
 	q = om_cache_get(d, 2, 0, &z);
 	ck_assert_ptr_nonnull(q);
 	ck_assert(q < p || q >= p + 8 * OM_PAGE_SIZE);
-	ck_assert_uint_eq(d->cache_pages, 8);
+	ck_assert_uint_eq(d->cache_n[8], 1);
+	ck_assert(cached(d, p));
 	memset(q, 1, 2 * OM_PAGE_SIZE);
 	r = om_cache_get(d, 8, 0, &z);
 	ck_assert_ptr_eq(r, p);
 	ck_assert_int_eq(z, 0);
 	memset(r, 1, 8 * OM_PAGE_SIZE);
-	ck_assert_uint_eq(d->cache_pages, 0);
+	ck_assert_uint_eq(d->cache_n[8], 0);
 }
 END_TEST
 
-START_TEST(single_pages_batched)
+/*
+ * A miss for a run of up to 8 pages maps 16 pages at once: the rest of
+ * the batch waits in the class, untouched, for the next requests.
+ */
+START_TEST(short_runs_batched)
 {
+	static const size_t lens[] = { 1, 2, 3, 4, 8 };
 	struct dir_info *d = unit_pool();
 	struct om_os_counts a, b;
-	unsigned int i;
+	unsigned int i, k;
+	char *p[16];
 	int z;
 
 	if (d->cache_max < 16)
 		return;
-	om_os_counts(&a);
-	for (i = 0; i < 16; i++) {
-		char *p = om_cache_get(d, 1, 0, &z);
-		ck_assert_ptr_nonnull(p);
-		ck_assert_int_eq(z, 1);
-		memset(p, 1, OM_PAGE_SIZE);
+	for (k = 0; k < sizeof(lens) / sizeof(lens[0]); k++) {
+		size_t n = lens[k], runs = 16 / n;
+
+		om_os_counts(&a);
+		for (i = 0; i < runs; i++) {
+			p[i] = om_cache_get(d, n, 0, &z);
+			ck_assert_ptr_nonnull(p[i]);
+			ck_assert_int_eq(z, 1);
+			ck_assert(!cached(d, p[i]));
+			memset(p[i], 1, n * OM_PAGE_SIZE);
+		}
+		om_os_counts(&b);
+		ck_assert_msg(b.mmap - a.mmap == 1, "%zu pages: %lu mmap",
+		    n, b.mmap - a.mmap);
+		ck_assert_uint_eq(d->cache_n[n], 0);
+		for (i = 0; i < runs; i++)
+			om_cache_put(d, p[i], n, 0);
 	}
+	/* Longer runs are mapped one at a time. */
+	om_os_counts(&a);
+	p[0] = om_cache_get(d, 9, 0, &z);
+	ck_assert_ptr_nonnull(p[0]);
+	ck_assert_uint_eq(d->cache_n[9], 0);
 	om_os_counts(&b);
 	ck_assert_uint_eq(b.mmap - a.mmap, 1);
 }
@@ -419,8 +442,9 @@ do_write_cached(void *arg)
 {
 	struct dir_info *d = unit_pool();
 	int z, trim = *(int *)arg;
-	uint64_t *p = om_cache_get(d, 2, 0, &z);
+	uint64_t *p = own_pages(d, 2);
 
+	/* The only run of its length, so the get below takes it. */
 	om_cache_put(d, p, 2, 0);
 	p[0] = 0x4141414141414141ULL;
 	if (trim)
@@ -568,7 +592,7 @@ main(void)
 	tcase_add_test(t, exact_length_only);
 	tcase_add_test(t, class_sizes);
 	tcase_add_test(t, classes_share_room);
-	tcase_add_test(t, single_pages_batched);
+	tcase_add_test(t, short_runs_batched);
 	tcase_add_test(t, guarded_entries_apart);
 	tcase_add_test(t, junk_fill);
 	tcase_add_test(t, write_after_free_detected);
