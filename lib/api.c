@@ -102,6 +102,8 @@ unlock_and_unmap(struct dir_info *d)
 {
 	struct om_span s[OM_PENDING];
 	unsigned int i, n = d->npending;
+	uintptr_t start = 0;
+	size_t len = 0;
 
 	memcpy(s, d->pending, n * sizeof(s[0]));
 	d->npending = 0;
@@ -113,13 +115,26 @@ unlock_and_unmap(struct dir_info *d)
 	for (i = 0; i < n; i++) {
 		struct om_cache_entry out;
 
-		if (s[i].offer.npages == 0 ||
-		    !om_cache_depot_offer(&s[i].offer, &out))
-			om_os_unmap((void *)s[i].p, s[i].len);
-		else if (out.npages != 0)
-			om_os_unmap((void *)out.p,
-			    (size_t)out.npages << OM_PAGE_SHIFT);
+		if (s[i].offer.npages != 0 &&
+		    om_cache_depot_offer(&s[i].offer, &out)) {
+			if (out.npages != 0)
+				om_os_unmap((void *)out.p,
+				    (size_t)out.npages << OM_PAGE_SHIFT);
+			continue;
+		}
+		/* Turned away, or never offered: ranges that touch (a run
+		 * evicted with its neighbours) go back in one call. */
+		if (len != 0 && s[i].p == start + len) {
+			len += s[i].len;
+			continue;
+		}
+		if (len != 0)
+			om_os_unmap((void *)start, len);
+		start = s[i].p;
+		len = s[i].len;
 	}
+	if (len != 0)
+		om_os_unmap((void *)start, len);
 	om_self = (uint32_t)om_self;
 }
 

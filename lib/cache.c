@@ -665,25 +665,59 @@ joins(const struct om_cache_entry *a, const struct om_cache_entry *b)
 	    a->npages + b->npages <= DEPOT_RUN;
 }
 
+/* A run of class k that touches [lo, hi), or -1. */
+static int
+neighbour(struct dir_info *d, unsigned int k, uintptr_t lo, uintptr_t hi)
+{
+	unsigned int j;
+
+	for (j = 0; j < d->cache_n[k]; j++) {
+		const struct om_cache_entry *e = slot(d, k, j);
+
+		if (e->p == hi ||
+		    e->p + ((uintptr_t)e->npages << OM_PAGE_SHIFT) == lo)
+			return (int)j;
+	}
+	return -1;
+}
+
 /*
- * Evict count random runs of class k (at most EVICT_BATCH), in one batch:
- * runs that touch (pages freed in order, a batch mapped at once) are
- * joined where their state is the same, and each joined run is offered
- * to the depot as one, or unmapped in one call, once the lock is
- * released.  A joined run's level-1 junk is then checked in its first
- * page only.
+ * Evict count runs of class k (at most EVICT_BATCH), in one batch: a
+ * random run, then the runs of the class that touch it on either side
+ * (pages freed in order, a batch mapped at once), then another random
+ * run, and so on.  Runs that touch are joined where their state is the
+ * same, and each joined run is offered to the depot as one, or unmapped
+ * in one call, once the lock is released: a heap freed in order goes
+ * back in a few calls, not one per run.  A joined run's level-1 junk is
+ * then checked in its first page only.  Which runs leave does not make
+ * reuse predictable: a get still takes a random run of what stays.
  */
 static void
 evict(struct dir_info *d, unsigned int k, unsigned int count)
 {
 	struct om_span out[EVICT_BATCH], batch[EVICT_BATCH];
 	unsigned int m = 0, i, nb = 0;
+	uintptr_t lo = 0, hi = 0;
+	int j = -1;
 
-	while (d->cache_n[k] > 0 && m < count && m < EVICT_BATCH) {
-		i = (unsigned int)((om_rbyte(&d->rng) * d->cache_n[k]) >> 8);
+	if (count > EVICT_BATCH)
+		count = EVICT_BATCH;
+	while (d->cache_n[k] > 0 && m < count) {
+		if (j < 0)
+			i = (unsigned int)((om_rbyte(&d->rng) *
+			    d->cache_n[k]) >> 8);
+		else
+			i = (unsigned int)j;
 		out[m].offer = take_out(d, k, i);
 		out[m].p = out[m].offer.p;
+		if (j < 0 || out[m].p < lo)
+			lo = out[m].p;
+		if (j < 0 || out[m].p + ((uintptr_t)out[m].offer.npages <<
+		    OM_PAGE_SHIFT) > hi)
+			hi = out[m].p + ((uintptr_t)out[m].offer.npages <<
+			    OM_PAGE_SHIFT);
 		m++;
+		j = neighbour(d, k, lo, hi);
 	}
 	if (m == 0)
 		return;

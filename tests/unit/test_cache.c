@@ -227,6 +227,46 @@ START_TEST(classes_share_room)
 END_TEST
 
 /*
+ * A run is evicted with the runs of its class that touch it, and what
+ * the depot turns away of them goes back to the kernel in one call: a
+ * heap freed in order is unmapped in a few calls, not one per run.
+ */
+START_TEST(neighbours_leave_together)
+{
+	struct dir_info *d = unit_pool();
+	struct om_os_counts a, b;
+	size_t run = 40, n, i, evicted, depot_before, taken;
+	char *base;
+
+	if (d->cache_cap[0] < 48)
+		return;
+	om_cache_depot_trim();
+	n = d->cache_big_max / run + 1;
+	base = own_pages(d, n * run);
+	for (i = 0; i + 1 < n; i++)
+		om_cache_put(d, base + i * run * OM_PAGE_SIZE, run, 0);
+	ck_assert_uint_eq(d->cache_n[0], n - 1);
+	settle(d);
+	depot_before = om_cache_depot_pages();
+	om_os_counts(&a);
+	/* One run more than the class's pages allow. */
+	om_cache_put(d, base + (n - 1) * run * OM_PAGE_SIZE, run, 0);
+	evicted = n - d->cache_n[0];
+	ck_assert_uint_ge(evicted, 8);
+	settle(d);
+	om_os_counts(&b);
+	taken = (om_cache_depot_pages() - depot_before) / run;
+	ck_assert_uint_lt(taken, evicted);
+	/* The rest: runs that touched, one call (two if the depot took runs
+	 * from the middle); one call each would be evicted - taken. */
+	ck_assert_msg(b.munmap - a.munmap >= 1 && b.munmap - a.munmap <= 2,
+	    "%zu runs turned away, %lu munmap", evicted - taken,
+	    b.munmap - a.munmap);
+	om_cache_depot_trim();
+}
+END_TEST
+
+/*
  * The depot holds what its limit allows and turns the rest away, the
  * limit starts at 256 pages, and a trim gives everything back and resets
  * it.  Offered runs are real pages, so what is turned away is unmapped
@@ -592,6 +632,7 @@ main(void)
 	tcase_add_test(t, exact_length_only);
 	tcase_add_test(t, class_sizes);
 	tcase_add_test(t, classes_share_room);
+	tcase_add_test(t, neighbours_leave_together);
 	tcase_add_test(t, short_runs_batched);
 	tcase_add_test(t, guarded_entries_apart);
 	tcase_add_test(t, junk_fill);
