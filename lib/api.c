@@ -321,8 +321,59 @@ move(struct dir_info *d, void *p, size_t oldsz, size_t newsz, int zero,
 	return q;
 }
 
+/*
+ * Give back every page the pools and the depot keep for reuse (cached
+ * runs, reserves, the delayed chunks' pages); returns the pages.  No pool
+ * lock held: each is taken in turn.
+ */
+static size_t
+trim_all(const char *func)
+{
+	unsigned int i;
+	size_t pages = 0;
+
+	for (i = 0; i <= mopts.npools; i++) {
+		struct dir_info *d = om_pool_at(i);
+
+		lock(d);
+		d->func = func;
+		om_chunk_flush_delayed(d);
+		pages += om_cache_trim(d);
+		unlock(d);
+	}
+	return pages + om_cache_depot_trim();
+}
+
 /* ------------------------------------------------------------------ */
 /* The standard functions */
+
+static void *
+alloc_in(struct dir_info *d, size_t sz, int zero, void *f, const char *func)
+{
+	void *p;
+
+	lock(d);
+	d->func = func;
+	p = alloc(d, sz, zero, f);
+	unlock(d);
+	return p;
+}
+
+/*
+ * The kernel refused memory.  What the pools keep for reuse may be what
+ * stands in the way (an address-space or commit limit): give it all back
+ * and try once more before failing.
+ */
+static OM_COLD OM_NOINLINE void *
+alloc_again(struct dir_info *d, size_t sz, int zero, void *f,
+    const char *func)
+{
+	void *p = NULL;
+
+	if (sz <= PTRDIFF_MAX && trim_all(func) > 0)
+		p = alloc_in(d, sz, zero, f, func);
+	return p != NULL ? p : nomem(func);
+}
 
 static void *
 omalloc(size_t sz, int zero, void *f, const char *func)
@@ -332,12 +383,9 @@ omalloc(size_t sz, int zero, void *f, const char *func)
 
 	if (OM_UNLIKELY(d == NULL))
 		return nomem(func);
-	lock(d);
-	d->func = func;
-	p = alloc(d, sz, zero, f);
-	unlock(d);
+	p = alloc_in(d, sz, zero, f, func);
 	if (OM_UNLIKELY(p == NULL))
-		return nomem(func);
+		return alloc_again(d, sz, zero, f, func);
 	return p;
 }
 
@@ -490,20 +538,12 @@ freezero(void *p, size_t sz)
 	unlock(d);
 }
 
-/* align: a power of two.  Returns NULL with errno set on failure. */
 static void *
-omemalign(size_t align, size_t sz, void *f, const char *func)
+memalign_in(struct dir_info *d, size_t align, size_t sz, void *f,
+    const char *func)
 {
-	struct dir_info *d;
 	void *p;
 
-	if (align <= OM_MINSIZE)
-		return omalloc(sz, 0, f, func);
-	if (sz > PTRDIFF_MAX)
-		return nomem(func);
-	d = enter(func);
-	if (d == NULL)
-		return nomem(func);
 	lock(d);
 	d->func = func;
 	if (sz <= OM_MAXCHUNK && align <= OM_MAXCHUNK) {
@@ -518,6 +558,27 @@ omemalign(size_t align, size_t sz, void *f, const char *func)
 	p = om_region_alloc(d, sz, align, 0, f);
 done:
 	unlock(d);
+	return p;
+}
+
+/* align: a power of two.  Returns NULL with errno set on failure. */
+static void *
+omemalign(size_t align, size_t sz, void *f, const char *func)
+{
+	struct dir_info *d;
+	void *p;
+
+	if (align <= OM_MINSIZE)
+		return omalloc(sz, 0, f, func);
+	if (sz > PTRDIFF_MAX)
+		return nomem(func);
+	d = enter(func);
+	if (d == NULL)
+		return nomem(func);
+	p = memalign_in(d, align, sz, f, func);
+	/* As alloc_again: give back what is kept, then try once more. */
+	if (OM_UNLIKELY(p == NULL) && trim_all(func) > 0)
+		p = memalign_in(d, align, sz, f, func);
 	return p != NULL ? p : nomem(func);
 }
 
@@ -752,23 +813,10 @@ mallopt(int param, int value)
 OM_EXPORT int
 malloc_trim(size_t pad)
 {
-	unsigned int i;
-	size_t pages = 0;
-
 	(void)pad;
 	if (enter("malloc_trim") == NULL)
 		return 0;
-	for (i = 0; i <= mopts.npools; i++) {
-		struct dir_info *d = om_pool_at(i);
-
-		lock(d);
-		d->func = "malloc_trim";
-		om_chunk_flush_delayed(d);
-		pages += om_cache_trim(d);
-		unlock(d);
-	}
-	pages += om_cache_depot_trim();
-	return pages > 0;
+	return trim_all("malloc_trim") > 0;
 }
 
 OM_EXPORT void

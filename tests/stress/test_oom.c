@@ -288,6 +288,39 @@ START_TEST(rlimit_threads)
 }
 END_TEST
 
+/*
+ * Pages freed into the caches and the depot stay mapped for reuse; when
+ * the kernel refuses a new mapping they are given back and the
+ * allocation tried again, so memory the program freed is there for it.
+ */
+START_TEST(kept_pages_given_back)
+{
+	enum { N = 64, RUN = 20 * 4096 };
+	void *p[N], *big;
+	const char *opts = getenv("MALLOC_OPTIONS");
+
+	/* S keeps nothing: there would be nothing to give back. */
+	if (opts != NULL && strchr(opts, 'S') != NULL)
+		return;
+	for (int i = 0; i < N; i++) {
+		p[i] = malloc(RUN);
+		ck_assert_ptr_nonnull(p[i]);
+		memset(p[i], 1, RUN);
+	}
+	for (int i = 0; i < N; i++)
+		free(p[i]);
+	/* 1 MiB of room: 3 MiB fit only if what is kept goes back. */
+	limit_as(1 * MIB);
+	errno = 0;
+	big = malloc(3 * MIB);
+	ck_assert_msg(big != NULL, "malloc(3 MiB) failed, errno %d, though "
+	    "%d MiB had been freed", errno, N * RUN / (int)MIB);
+	memset(big, 2, 3 * MIB);
+	free(big);
+	unlimit_as();
+}
+END_TEST
+
 /* Sizes no heap can give: ENOMEM without touching the limit. */
 START_TEST(impossible_sizes)
 {
@@ -377,6 +410,7 @@ oom_suite(void)
 	tcase_add_test(tc, rlimit_large_then_small);
 	tcase_add_test(tc, rlimit_small_only);
 	tcase_add_test(tc, rlimit_threads);
+	tcase_add_test(tc, kept_pages_given_back);
 	tcase_add_test(tc, impossible_sizes);
 	tcase_add_test(tc, x_aborts_on_rlimit);
 	tcase_add_test(tc, x_aborts_on_huge);
