@@ -7,11 +7,12 @@
  * malloc/free loop of a block that fits makes no system call.  A run is
  * taken by exact length, at random from its class, so reuse order is not
  * predictable; a class out of room evicts random runs, a quarter of its
- * share, joining runs that touch.  A miss for a run of up to 8 pages maps
- * a batch, which keeps chunk pages and a growing heap from costing one
- * mmap each.  Evicted runs go to the depot, shared by all pools, or back
- * to the kernel: munmap, not MADV_DONTNEED, so the commit charge drops
- * too; both after the pool lock is released.
+ * share, joining runs that touch.  A miss takes fresh pages from a
+ * reserve mapped ahead (a run of up to 8 pages: a batch of them), which
+ * keeps chunk pages and a growing heap from costing one mmap each.
+ * Evicted runs go to the depot, shared by all pools, or back to the
+ * kernel: munmap, not MADV_DONTNEED, so the commit charge drops too; both
+ * after the pool lock is released.
  *
  * Junk: level 1 writes a few words spread over the first page (OpenBSD's
  * sparse junk), level 2 fills everything; both are checked when the pages
@@ -29,6 +30,8 @@
 #define DEPOT_NONE 0xffffu
 #define DEPOT_DECAY 4096	/* takes between halvings of the demand */
 #define EVICT_BATCH 16		/* runs evicted from a full class at once */
+#define RESERVE_MIN 64		/* pages of a pool's first reserve */
+#define RESERVE_MAX 256		/* and of any later one (1 MiB) */
 /* The level-1 junk words of a page: om_junk_step of a page's words. */
 #define PAGE_STEP (OM_PAGE_SIZE / sizeof(uint64_t) / 4)
 
@@ -569,6 +572,74 @@ add_entry(struct dir_info *d, unsigned int k, const struct om_cache_entry *e)
 		d->cache_big_pages += e->npages;
 }
 
+/*
+ * The rest of the reserve, too short for the miss at hand: cached as a
+ * fresh run where its class has room, else unmapped.
+ */
+static void
+retire_reserve(struct dir_info *d)
+{
+	size_t n = d->reserve_pages;
+	struct om_cache_entry e = { .p = d->reserve, .npages = (uint32_t)n,
+		.fresh = 1 };
+	struct om_span s = { .p = d->reserve, .len = n << OM_PAGE_SHIFT };
+
+	d->reserve = 0;
+	d->reserve_pages = 0;
+	if (n == 0)
+		return;
+	if (n <= OM_CACHE_SMALL ? d->cache_n[n] < d->cache_room[n] &&
+	    d->cache_pages - d->cache_big_pages + n <= d->cache_small_max :
+	    d->cache_n[0] < d->cache_room[0] &&
+	    d->cache_big_pages + n <= d->cache_big_max)
+		add_entry(d, n <= OM_CACHE_SMALL ? (unsigned int)n : 0u, &e);
+	else
+		unmap_spans(d, &s, 1);
+}
+
+/*
+ * A pool with a cache maps ahead: a reserve of 64 pages at first,
+ * doubling with each reserve used up to 256 (1 MiB), from which misses
+ * are carved from the top down, so that a growing heap makes a system
+ * call per reserve rather than one per block.  The kernel places a new
+ * mapping below the last one, so the next reserve usually ends where the
+ * rest of this one starts, and the two become one; blocks carved in
+ * order then lie in order, and freed in order they go back in a few
+ * calls.  The reserve is never touched, so it costs address space, not
+ * memory.  Make sure it holds npages: 0 when it does, -1 when the kernel
+ * has no memory.
+ */
+static int
+reserve_ensure(struct dir_info *d, size_t npages)
+{
+	size_t want = d->reserve_next;
+	char *p;
+
+	if (d->reserve_pages >= npages)
+		return 0;
+	if (want < RESERVE_MIN)
+		want = RESERVE_MIN;
+	if ((p = om_os_map(want << OM_PAGE_SHIFT, d->conceal)) == NULL) {
+		want = npages;
+		if ((p = om_os_map(want << OM_PAGE_SHIFT, d->conceal)) == NULL)
+			return -1;
+	}
+	d->mapped += want << OM_PAGE_SHIFT;
+	d->reserve_next = want < RESERVE_MAX ? 2 * want : RESERVE_MAX;
+	if (d->reserve_pages > 0 &&
+	    (uintptr_t)p + (want << OM_PAGE_SHIFT) == d->reserve) {
+		d->reserve = (uintptr_t)p;
+		d->reserve_pages += want;
+		return 0;
+	}
+	retire_reserve(d);
+	d->reserve = (uintptr_t)p;
+	d->reserve_pages = want;
+	return 0;
+}
+
+/* New pages: the depot's, the reserve's, or (long runs, and pools
+ * without a cache: S, conceal) a mapping of their own. */
 static void *
 map_fresh(struct dir_info *d, size_t npages, int guarded, int *zeroed)
 {
@@ -583,13 +654,21 @@ map_fresh(struct dir_info *d, size_t npages, int guarded, int *zeroed)
 			return p;
 		}
 	}
+	if (d->cache_max == 0 || npages > RESERVE_MAX / 2) {
+		p = om_os_map(npages << OM_PAGE_SHIFT, d->conceal);
+		if (p == NULL)
+			return NULL;
+		d->mapped += npages << OM_PAGE_SHIFT;
+		*zeroed = 1;
+		return p;
+	}
+	if (reserve_ensure(d, npages) != 0)
+		return NULL;
 
 	/*
-	 * Runs of up to half a batch come several to a mapping, as many as
-	 * fill BATCH_PAGES and the class has room for; the rest waits in the
-	 * cache, untouched.  A growing heap then makes a system call per
-	 * batch, not per run, and runs mapped together can be unmapped
-	 * together.
+	 * Runs of up to half a batch are taken several at a time, as many
+	 * as fill BATCH_PAGES, the class has room for and the reserve
+	 * holds; the rest waits in the cache, untouched.
 	 */
 	if (!guarded && npages <= BATCH_PAGES / 2) {
 		size_t room = d->cache_room[npages] - d->cache_n[npages];
@@ -603,15 +682,11 @@ map_fresh(struct dir_info *d, size_t npages, int guarded, int *zeroed)
 		if (runs * npages > budget)
 			runs = budget / npages;
 		runs++;
+		if (runs * npages > d->reserve_pages)
+			runs = d->reserve_pages / npages;
 	}
-	p = om_os_map(runs * npages << OM_PAGE_SHIFT, d->conceal);
-	if (p == NULL && runs > 1) {
-		runs = 1;
-		p = om_os_map(npages << OM_PAGE_SHIFT, d->conceal);
-	}
-	if (p == NULL)
-		return NULL;
-	d->mapped += runs * npages << OM_PAGE_SHIFT;
+	d->reserve_pages -= runs * npages;
+	p = (char *)d->reserve + (d->reserve_pages << OM_PAGE_SHIFT);
 	for (i = 1; i < runs; i++) {
 		struct om_cache_entry rest = {
 			.p = (uintptr_t)p + (i * npages << OM_PAGE_SHIFT),
@@ -846,5 +921,16 @@ om_cache_trim(struct dir_info *d)
 		}
 	if (n > 0)
 		unmap_spans(d, batch, n);
+	/* The reserve goes too, and the next one starts small again. */
+	if (d->reserve_pages > 0) {
+		struct om_span s = { .p = d->reserve,
+			.len = d->reserve_pages << OM_PAGE_SHIFT };
+
+		pages += d->reserve_pages;
+		unmap_spans(d, &s, 1);
+		d->reserve = 0;
+		d->reserve_pages = 0;
+	}
+	d->reserve_next = RESERVE_MIN;
 	return pages;
 }

@@ -311,6 +311,11 @@ struct dir_info {
 	size_t cache_big_max;		/* and at most there */
 	size_t cache_small_max;		/* at most in classes 1..32 */
 
+	/* Fresh pages mapped ahead, handed out on cache misses. */
+	uintptr_t reserve;
+	size_t reserve_pages;		/* left at reserve */
+	size_t reserve_next;		/* pages the next reserve maps */
+
 	/*
 	 * Ranges evicted under the lock, handed to the depot or unmapped by
 	 * unlock() after the lock is released: munmap waits for the kernel's

@@ -377,12 +377,13 @@ START_TEST(exact_length_only)
 END_TEST
 
 /*
- * A miss for a run of up to 8 pages maps 16 pages at once: the rest of
- * the batch waits in the class, untouched, for the next requests.
+ * A miss for a run of up to 8 pages takes 16 pages at once: the rest of
+ * the batch waits in the class, untouched, for the next requests.  All
+ * of it comes from the pool's reserve: one mmap for the lot.
  */
 START_TEST(short_runs_batched)
 {
-	static const size_t lens[] = { 1, 2, 3, 4, 8 };
+	static const size_t lens[] = { 1, 2, 3, 4 };
 	struct dir_info *d = unit_pool();
 	struct om_os_counts a, b;
 	unsigned int i, k;
@@ -391,31 +392,89 @@ START_TEST(short_runs_batched)
 
 	if (d->cache_max < 16)
 		return;
+	om_os_counts(&a);
 	for (k = 0; k < sizeof(lens) / sizeof(lens[0]); k++) {
 		size_t n = lens[k], runs = 16 / n;
 
-		om_os_counts(&a);
 		for (i = 0; i < runs; i++) {
 			p[i] = om_cache_get(d, n, 0, &z);
 			ck_assert_ptr_nonnull(p[i]);
 			ck_assert_int_eq(z, 1);
 			ck_assert(!cached(d, p[i]));
+			if (i == 0)
+				ck_assert_uint_eq(d->cache_n[n], runs - 1);
 			memset(p[i], 1, n * OM_PAGE_SIZE);
 		}
-		om_os_counts(&b);
-		ck_assert_msg(b.mmap - a.mmap == 1, "%zu pages: %lu mmap",
-		    n, b.mmap - a.mmap);
 		ck_assert_uint_eq(d->cache_n[n], 0);
 		for (i = 0; i < runs; i++)
 			om_cache_put(d, p[i], n, 0);
 	}
-	/* Longer runs are mapped one at a time. */
-	om_os_counts(&a);
-	p[0] = om_cache_get(d, 9, 0, &z);
-	ck_assert_ptr_nonnull(p[0]);
-	ck_assert_uint_eq(d->cache_n[9], 0);
 	om_os_counts(&b);
 	ck_assert_uint_eq(b.mmap - a.mmap, 1);
+}
+END_TEST
+
+/*
+ * Misses are carved from the top of a reserve mapped ahead; the next
+ * reserve is twice as long and, when the kernel maps it right below,
+ * one with the rest of the last, which is otherwise cached; malloc_trim
+ * unmaps the reserve and starts over.  Runs of more than 128 pages are
+ * mapped on their own.
+ */
+START_TEST(reserve_carves)
+{
+	struct dir_info *d = unit_pool();
+	struct om_os_counts a, b;
+	size_t first, left, n = 20;
+	char *p, *q, *r;
+	int z;
+
+	if (d->cache_max < 16 || d->cache_cap[n] == 0)
+		return;
+	om_os_counts(&a);
+	p = om_cache_get(d, n, 0, &z);
+	ck_assert_ptr_nonnull(p);
+	first = d->reserve_pages + n;
+	ck_assert_uint_ge(first, 3 * n);
+	q = om_cache_get(d, n, 0, &z);
+	r = om_cache_get(d, n, 0, &z);
+	ck_assert_ptr_eq(q, p - n * OM_PAGE_SIZE);
+	ck_assert_ptr_eq(r, q - n * OM_PAGE_SIZE);
+	ck_assert_int_eq(z, 1);
+	memset(r, 1, n * OM_PAGE_SIZE);
+	om_os_counts(&b);
+	ck_assert_uint_eq(b.mmap - a.mmap, 1);
+
+	/* Take until the reserve runs short: the next one joins its rest,
+	 * or the rest is cached, fresh. */
+	while (d->reserve_pages >= n)
+		ck_assert_ptr_nonnull(om_cache_get(d, n, 0, &z));
+	left = d->reserve_pages;
+	q = (char *)d->reserve;
+	ck_assert_ptr_nonnull(om_cache_get(d, n, 0, &z));
+	om_os_counts(&b);
+	ck_assert_uint_eq(b.mmap - a.mmap, 2);
+	if ((char *)d->reserve + (2 * first << OM_PAGE_SHIFT) == q) {
+		ck_assert_uint_eq(d->reserve_pages + n, 2 * first + left);
+	} else {
+		ck_assert_uint_eq(d->reserve_pages + n, 2 * first);
+		if (left > 0 && d->cache_room[left] > 0)
+			ck_assert_uint_eq(d->cache_n[left], 1);
+	}
+
+	/* malloc_trim's share: the reserve goes, the next starts small. */
+	ck_assert_uint_ge(om_cache_trim(d), d->reserve_pages);
+	ck_assert_uint_eq(d->reserve_pages, 0);
+	settle(d);
+	ck_assert_ptr_nonnull(om_cache_get(d, n, 0, &z));
+	ck_assert_uint_eq(d->reserve_pages + n, first);
+
+	/* A long run is mapped alone, the reserve left as it is. */
+	om_os_counts(&a);
+	ck_assert_ptr_nonnull(om_cache_get(d, 200, 0, &z));
+	om_os_counts(&b);
+	ck_assert_uint_eq(b.mmap - a.mmap, 1);
+	ck_assert_uint_eq(d->reserve_pages + n, first);
 }
 END_TEST
 
@@ -634,6 +693,7 @@ main(void)
 	tcase_add_test(t, classes_share_room);
 	tcase_add_test(t, neighbours_leave_together);
 	tcase_add_test(t, short_runs_batched);
+	tcase_add_test(t, reserve_carves);
 	tcase_add_test(t, guarded_entries_apart);
 	tcase_add_test(t, junk_fill);
 	tcase_add_test(t, write_after_free_detected);
