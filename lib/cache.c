@@ -605,9 +605,9 @@ retire_reserve(struct dir_info *d)
  * mapping below the last one, so the next reserve usually ends where the
  * rest of this one starts, and the two become one; blocks carved in
  * order then lie in order, and freed in order they go back in a few
- * calls.  The reserve is never touched, so it costs address space, not
- * memory.  Make sure it holds npages: 0 when it does, -1 when the kernel
- * has no memory.
+ * calls.  The reserve is never touched, so it costs address space (and
+ * commit charge under strict overcommit), not resident memory.  Make
+ * sure it holds npages: 0 when it does, -1 when the kernel has no memory.
  */
 static int
 reserve_ensure(struct dir_info *d, size_t npages)
