@@ -433,9 +433,11 @@ orealloc(void *p, size_t sz, void *f, const char *func)
 	struct region_info *r;
 	size_t oldsz;
 	void *q;
+	int tries = 0;
 
 	if (p == NULL)
 		return omalloc(sz, 0, f, func);
+again:
 	d = findpool(enter_ptr(func, p), p, func, &r);
 	if (OM_UNLIKELY(sz == 0)) {
 		/* Free p and return a unique zero-size object: NULL always
@@ -461,6 +463,10 @@ orealloc(void *p, size_t sz, void *f, const char *func)
 	oldsz = recorded_size(d, r, p);
 	q = move(d, p, oldsz, sz, 0, f, d->conceal ? oldsz : 0);
 	unlock(d);
+	/* As alloc_again: give back what is kept, then try once more (p is
+	 * untouched, and the pool that owns it is found anew). */
+	if (OM_UNLIKELY(q == NULL) && tries++ == 0 && trim_all(func) > 0)
+		goto again;
 	return q != NULL ? q : nomem(func);
 }
 

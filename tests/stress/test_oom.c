@@ -288,20 +288,14 @@ START_TEST(rlimit_threads)
 }
 END_TEST
 
-/*
- * Pages freed into the caches and the depot stay mapped for reuse; when
- * the kernel refuses a new mapping they are given back and the
- * allocation tried again, so memory the program freed is there for it.
- */
-START_TEST(kept_pages_given_back)
+/* Map and touch 5 MiB of 20-page blocks, then free them: most of it
+ * stays with the pools and the depot for reuse. */
+static void
+fill_and_free(void)
 {
 	enum { N = 64, RUN = 20 * 4096 };
-	void *p[N], *big;
-	const char *opts = getenv("MALLOC_OPTIONS");
+	void *p[N];
 
-	/* S keeps nothing: there would be nothing to give back. */
-	if (opts != NULL && strchr(opts, 'S') != NULL)
-		return;
 	for (int i = 0; i < N; i++) {
 		p[i] = malloc(RUN);
 		ck_assert_ptr_nonnull(p[i]);
@@ -309,12 +303,43 @@ START_TEST(kept_pages_given_back)
 	}
 	for (int i = 0; i < N; i++)
 		free(p[i]);
+}
+
+/*
+ * Pages freed into the caches and the depot stay mapped for reuse; when
+ * the kernel refuses a new mapping they are given back and the
+ * allocation tried again, so memory the program freed is there for it:
+ * for malloc, and for a realloc that must move.
+ */
+START_TEST(kept_pages_given_back)
+{
+	const char *opts = getenv("MALLOC_OPTIONS");
+	char *big, *small;
+
+	/* S keeps nothing: there would be nothing to give back. */
+	if (opts != NULL && strchr(opts, 'S') != NULL)
+		return;
+	fill_and_free();
 	/* 1 MiB of room: 3 MiB fit only if what is kept goes back. */
 	limit_as(1 * MIB);
 	errno = 0;
 	big = malloc(3 * MIB);
 	ck_assert_msg(big != NULL, "malloc(3 MiB) failed, errno %d, though "
-	    "%d MiB had been freed", errno, N * RUN / (int)MIB);
+	    "5 MiB had been freed", errno);
+	memset(big, 2, 3 * MIB);
+	free(big);
+	unlimit_as();
+
+	small = malloc(100);
+	ck_assert_ptr_nonnull(small);
+	memset(small, 3, 100);
+	fill_and_free();
+	limit_as(1 * MIB);
+	errno = 0;
+	big = realloc(small, 3 * MIB);
+	ck_assert_msg(big != NULL, "realloc to 3 MiB failed, errno %d, "
+	    "though 5 MiB had been freed", errno);
+	ck_assert_int_eq(big[99], 3);
 	memset(big, 2, 3 * MIB);
 	free(big);
 	unlimit_as();
