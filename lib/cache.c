@@ -6,10 +6,10 @@
  * in classes by run length (om_cache_init has the sizes), so that a
  * malloc/free loop of a block that fits makes no system call.  A run is
  * taken by exact length, at random from its class, so reuse order is not
- * predictable; a class out of room evicts random runs, a quarter of its
- * share, joining runs that touch.  A miss takes fresh pages from a
- * reserve mapped ahead (a run of up to 8 pages: a batch of them), which
- * keeps chunk pages and a growing heap from costing one mmap each.
+ * predictable; a class out of room evicts a quarter of its share, random
+ * runs with the runs that touch them, joined.  A miss takes fresh pages
+ * from a reserve mapped ahead (a run of up to 8 pages: a batch of them),
+ * which keeps chunk pages and a growing heap from costing one mmap each.
  * Evicted runs go to the depot, shared by all pools, or back to the
  * kernel: munmap, not MADV_DONTNEED, so the commit charge drops too; both
  * after the pool lock is released.
