@@ -619,6 +619,8 @@ reserve_ensure(struct dir_info *d, size_t npages)
 		return 0;
 	if (want < RESERVE_MIN)
 		want = RESERVE_MIN;
+	if (want < npages)
+		want = npages;
 	if ((p = om_os_map(want << OM_PAGE_SHIFT, d->conceal)) == NULL) {
 		want = npages;
 		if ((p = om_os_map(want << OM_PAGE_SHIFT, d->conceal)) == NULL)

@@ -469,6 +469,19 @@ START_TEST(reserve_carves)
 	ck_assert_ptr_nonnull(om_cache_get(d, n, 0, &z));
 	ck_assert_uint_eq(d->reserve_pages + n, first);
 
+	/* A run longer than the reserve about to be mapped gets a reserve
+	 * of its own length, all of it usable. */
+	om_cache_trim(d);
+	settle(d);
+	p = om_cache_get(d, first + 36, 0, &z);
+	ck_assert_ptr_nonnull(p);
+	memset(p, 1, (first + 36) * OM_PAGE_SIZE);
+	ck_assert_uint_eq(d->reserve_pages, 0);
+	om_cache_trim(d);
+	settle(d);
+	ck_assert_ptr_nonnull(om_cache_get(d, n, 0, &z));
+	ck_assert_uint_eq(d->reserve_pages + n, first);
+
 	/* A long run is mapped alone, the reserve left as it is. */
 	om_os_counts(&a);
 	ck_assert_ptr_nonnull(om_cache_get(d, 200, 0, &z));
