@@ -573,6 +573,24 @@ add_entry(struct dir_info *d, unsigned int k, const struct om_cache_entry *e)
 }
 
 /*
+ * How many runs of npages class k (their class) takes without evicting:
+ * its free slots, and what the pages its classes may hold leave room for
+ * (classes 1..32 share their shares' sum, class 0 has its own).
+ */
+static size_t
+room_for(const struct dir_info *d, unsigned int k, size_t npages)
+{
+	size_t held = k == 0 ? d->cache_big_pages :
+	    d->cache_pages - d->cache_big_pages;
+	size_t max = k == 0 ? d->cache_big_max : d->cache_small_max;
+	size_t runs = (size_t)d->cache_room[k] - d->cache_n[k];
+
+	if (held >= max)
+		return 0;
+	return runs < (max - held) / npages ? runs : (max - held) / npages;
+}
+
+/*
  * The rest of the reserve, too short for the miss at hand: cached as a
  * fresh run where its class has room, else unmapped.
  */
@@ -583,16 +601,14 @@ retire_reserve(struct dir_info *d)
 	struct om_cache_entry e = { .p = d->reserve, .npages = (uint32_t)n,
 		.fresh = 1 };
 	struct om_span s = { .p = d->reserve, .len = n << OM_PAGE_SHIFT };
+	int k = class_of(n);
 
 	d->reserve = 0;
 	d->reserve_pages = 0;
 	if (n == 0)
 		return;
-	if (n <= OM_CACHE_SMALL ? d->cache_n[n] < d->cache_room[n] &&
-	    d->cache_pages - d->cache_big_pages + n <= d->cache_small_max :
-	    d->cache_n[0] < d->cache_room[0] &&
-	    d->cache_big_pages + n <= d->cache_big_max)
-		add_entry(d, n <= OM_CACHE_SMALL ? (unsigned int)n : 0u, &e);
+	if (k >= 0 && room_for(d, (unsigned int)k, n) > 0)
+		add_entry(d, (unsigned int)k, &e);
 	else
 		unmap_spans(d, &s, 1);
 }
@@ -673,16 +689,11 @@ map_fresh(struct dir_info *d, size_t npages, int guarded, int *zeroed)
 	 * holds; the rest waits in the cache, untouched.
 	 */
 	if (!guarded && npages <= BATCH_PAGES / 2) {
-		size_t room = d->cache_room[npages] - d->cache_n[npages];
-		size_t held = d->cache_pages - d->cache_big_pages;
-		size_t budget = d->cache_small_max > held ?
-		    d->cache_small_max - held : 0;
+		size_t room = room_for(d, (unsigned int)npages, npages);
 
 		runs = BATCH_PAGES / npages - 1;
 		if (runs > room)
 			runs = room;
-		if (runs * npages > budget)
-			runs = budget / npages;
 		runs++;
 		if (runs * npages > d->reserve_pages)
 			runs = d->reserve_pages / npages;
