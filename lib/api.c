@@ -63,13 +63,31 @@ om_mutex_wait(struct om_mutex *m, int owner)
 	__atomic_fetch_sub(&m->sleepers, 1, __ATOMIC_RELAXED);
 }
 
+/* A thread that does not hold d's bias took w: count the run that earns
+ * it, or take back the bias another thread holds. */
+static OM_COLD OM_NOINLINE void
+lock_unbiased(struct dir_info *d, int owner)
+{
+	if (d->bias != 0) {
+		if (d->bias != owner)
+			om_pool_bias_revoke(d, 0);
+	} else if (d->bias_cand != owner) {
+		d->bias_cand = owner;
+		d->bias_run = 0;
+	} else if (++d->bias_run >= d->bias_after)
+		om_pool_bias_grant(d, owner);
+}
+
 /*
  * Take d's lock.  Like OpenBSD, a process that has never had a second
  * thread (glibc's __libc_single_threaded) takes it without an atomic
  * instruction: nobody can contend, and the flag only changes in
- * pthread_create, never while this thread is inside the allocator.  The
- * thread marks itself busy in d first, so that a signal handler entering
- * the allocator on this thread is caught.
+ * pthread_create, never while this thread is inside the allocator.  A
+ * thread that holds d's bias (see internal.h) needs no atomic either: it
+ * announces itself in bias_in and checks, after that store, that w is
+ * free and the bias still its own.  Everyone else takes w.  The thread
+ * marks itself busy in d first, so that a signal handler entering the
+ * allocator on this thread is caught.
  */
 OM_INLINE void
 lock(struct dir_info *d)
@@ -77,10 +95,28 @@ lock(struct dir_info *d)
 	int owner = om_owner();
 
 	om_self = (uint32_t)om_self | (uint64_t)(d->index + 1) << 32;
-	if (__libc_single_threaded && d->mtx.w == 0)
+	if (__libc_single_threaded && d->mtx.w == 0) {
 		d->mtx.w = owner;
-	else if (OM_UNLIKELY(!om_mutex_trylock(&d->mtx, owner)))
+		goto locked;
+	}
+	if (__atomic_load_n(&d->bias, __ATOMIC_RELAXED) == owner) {
+		__atomic_store_n(&d->bias_in, 1, __ATOMIC_RELAXED);
+		__atomic_signal_fence(__ATOMIC_SEQ_CST);
+		if (OM_LIKELY(__atomic_load_n(&d->mtx.w, __ATOMIC_RELAXED) ==
+		    0 && __atomic_load_n(&d->bias, __ATOMIC_RELAXED) == owner)) {
+			__atomic_signal_fence(__ATOMIC_SEQ_CST);
+			om_self |= OM_SELF_BIASED;
+			d->lock_biased++;
+			goto locked;
+		}
+		__atomic_store_n(&d->bias_in, 0, __ATOMIC_RELEASE);
+	}
+	if (OM_UNLIKELY(!om_mutex_trylock(&d->mtx, owner)))
 		lock_slow(d);
+	if (OM_UNLIKELY(d->bias_cand != owner ||
+	    ++d->bias_run >= d->bias_after || d->bias != 0))
+		lock_unbiased(d, owner);
+locked:
 	d->lock_total++;
 	om_pool_check(d);
 }
@@ -88,7 +124,9 @@ lock(struct dir_info *d)
 OM_INLINE void
 release_lock(struct dir_info *d)
 {
-	if (__libc_single_threaded)
+	if (om_self & OM_SELF_BIASED)
+		__atomic_store_n(&d->bias_in, 0, __ATOMIC_RELEASE);
+	else if (__libc_single_threaded)
 		d->mtx.w = 0;
 	else
 		om_mutex_unlock(&d->mtx);

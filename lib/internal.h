@@ -125,6 +125,7 @@ struct om_readonly {
 	uint16_t junk_off[OM_NBUCKETS][4]; /* level-1 junk words of a chunk */
 	uint8_t canary_byte;		/* fill of chunk canaries, C */
 	int junk_validate_full;		/* J2, F: check every junk byte */
+	int bias_locks;			/* membarrier(2) granted: bias locks */
 };
 
 extern union om_readonly_page {
@@ -209,6 +210,32 @@ om_mutex_unlock(struct om_mutex *m)
 		om_os_futex_wake(&m->w);
 }
 
+/*
+ * A biased pool lock.  A pool that one thread has taken OM_BIAS_FIRST
+ * times in a row is handed to that thread: it then enters by setting
+ * bias_in and checking that nobody holds w, with no atomic instruction.
+ * That is Dekker's store-then-load, which x86 may reorder; the other side
+ * makes it sound: any other thread takes w as usual, clears the bias and
+ * calls membarrier(2), which runs a full barrier on every CPU running a
+ * thread of the process, then waits for bias_in to drop.  After the
+ * barrier either the biased thread's bias_in store is visible, or its
+ * later loads see w taken and the bias gone and it falls back to w.  Each
+ * revocation costs a system call and inter-processor interrupts, so the
+ * run that earns the bias back doubles each time (OM_BIAS_MAX at most):
+ * pools that really are shared settle on the plain lock.  bias_in has one
+ * writer: a pool's bias goes to one thread for as long as that thread
+ * lives (bias_who), since a thread that lost the bias may still be about
+ * to store to bias_in, and would clear another holder's flag.  Without
+ * membarrier (old kernels, seccomp), no pool is ever biased.
+ */
+#define OM_BIAS_FIRST	1024u
+#define OM_BIAS_MAX	(1u << 24)
+#define OM_SELF_BIASED	((uint64_t)1 << 63)	/* in om_self: held biased */
+
+int om_os_membarrier_register(void);
+int om_os_membarrier(void);
+int om_os_thread_alive(int tid);
+
 /* ------------------------------------------------------------------ */
 /* The pool (pool.c): struct dir_info, OpenBSD's name for it. */
 
@@ -271,6 +298,12 @@ struct om_span {
 struct dir_info {
 	uintptr_t canary1;
 	struct om_mutex mtx;
+	int bias;			/* thread the lock is biased to, or 0 */
+	int bias_in;			/* that thread holds the lock */
+	int bias_who;			/* the only live thread that may have it */
+	int bias_cand;			/* thread that took w last ... */
+	unsigned int bias_run;		/* ... that many times in a row */
+	unsigned int bias_after;	/* run that earns the bias */
 	const char *func;		/* API function running, for messages */
 	unsigned int index;		/* position in mopts.pools */
 	int conceal;			/* malloc_conceal's pool */
@@ -346,6 +379,7 @@ struct dir_info {
 	unsigned long left_from[OM_MAX_POOLS + 1];
 	unsigned long lock_total, lock_contended;
 	unsigned long long lock_wait_ns;
+	unsigned long lock_biased, lock_revoked;
 
 	uintptr_t canary2;
 };
@@ -355,6 +389,8 @@ int om_thread_init(void);
 struct dir_info *om_pool_create(unsigned int index, int conceal);
 void om_pool_add_searches(const struct dir_info *d, unsigned long *other,
     unsigned long *searches);
+void om_pool_bias_grant(struct dir_info *d, int owner);
+int om_pool_bias_revoke(struct dir_info *d, int spins);
 void om_pool_fork_prepare(void);
 void om_pool_fork_parent(void);
 void om_pool_fork_child(void);

@@ -10,6 +10,7 @@
 #include "internal.h"
 
 #include <linux/futex.h>
+#include <linux/membarrier.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -191,6 +192,43 @@ om_os_futex_wake(int *w)
 
 	syscall(SYS_futex, w, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 	errno = saved;
+}
+
+/* Ask for the expedited private barrier of the biased pool locks.
+ * Returns 0 when the kernel grants it. */
+int
+om_os_membarrier_register(void)
+{
+	int saved = errno;
+	long rc = syscall(SYS_membarrier,
+	    MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0);
+
+	errno = saved;
+	return rc == 0 ? 0 : -1;
+}
+
+/* A full memory barrier on every CPU running a thread of this process.
+ * Returns 0, or -1 when the kernel refused. */
+int
+om_os_membarrier(void)
+{
+	int saved = errno;
+	long rc = syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0,
+	    0);
+
+	errno = saved;
+	return rc == 0 ? 0 : -1;
+}
+
+/* Whether a thread of this process has that id. */
+int
+om_os_thread_alive(int tid)
+{
+	int saved = errno, alive;
+
+	alive = syscall(SYS_tgkill, getpid(), tid, 0) == 0 || errno != ESRCH;
+	errno = saved;
+	return alive;
 }
 
 void

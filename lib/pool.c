@@ -12,7 +12,9 @@
  */
 #include "internal.h"
 
+#include <sched.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 union om_readonly_page om_ro __attribute__((aligned(4096)));
@@ -51,6 +53,7 @@ om_pool_create(unsigned int index, int conceal)
 
 	d->mtx.w = 0;
 	d->mtx.sleepers = 0;
+	d->bias_after = OM_BIAS_FIRST;
 	d->index = index;
 	d->conceal = conceal;
 	d->func = "malloc";
@@ -74,6 +77,86 @@ om_pool_create(unsigned int index, int conceal)
 	d->canary1 = mopts.canary ^ (uintptr_t)d;
 	d->canary2 = ~d->canary1;
 	return d;
+}
+
+/*
+ * The biased lock's two slow steps (the fast ones are lock() and
+ * release_lock() in api.c).  Both run holding d's word w.
+ */
+
+/* owner took w bias_after times in a row: from now on it enters d without
+ * an atomic instruction.  Every other thread takes w first and so finds
+ * the bias and revokes it.  Only the thread that had d's bias first may
+ * have it again while it lives (see internal.h); asking for it costs a
+ * system call, so a refusal doubles the run too. */
+void
+om_pool_bias_grant(struct dir_info *d, int owner)
+{
+	if (!mopts.bias_locks || d->conceal)
+		return;
+	if (d->bias_who != owner) {
+		if (d->bias_who != 0 && om_os_thread_alive(d->bias_who)) {
+			d->bias_run = 0;
+			if (d->bias_after < OM_BIAS_MAX)
+				d->bias_after *= 2;
+			return;
+		}
+		d->bias_who = owner;
+		d->bias_in = 0;
+	}
+	__atomic_store_n(&d->bias, owner, __ATOMIC_RELAXED);
+}
+
+/* Clear the wait for the biased thread's current hold, if any, to end.
+ * spins > 0 bounds the wait (the fatal path must not hang): returns -1
+ * when the holder is still inside after that many tries, else 0. */
+static int
+bias_wait(struct dir_info *d, int spins)
+{
+	int i;
+
+	for (i = 0; __atomic_load_n(&d->bias_in, __ATOMIC_ACQUIRE); i++) {
+		if (spins > 0 && i >= spins)
+			return -1;
+		if (i < 100)
+			OM_CPU_RELAX();
+		else
+			sched_yield();
+	}
+	return 0;
+}
+
+/* Take the bias back.  After the barrier the biased thread either is
+ * visibly inside (bias_in set) or will see w taken and the bias gone. */
+static void
+bias_clear(struct dir_info *d)
+{
+	__atomic_store_n(&d->bias, 0, __ATOMIC_RELAXED);
+	d->bias_run = 0;
+	if (d->bias_after < OM_BIAS_MAX)
+		d->bias_after *= 2;
+	d->lock_revoked++;
+}
+
+static void
+barrier_all(void)
+{
+	/* Granted at start-up, so this cannot fail short of a kernel bug;
+	 * should it, a pause far longer than any store buffer takes to
+	 * drain is the fallback. */
+	if (om_os_membarrier() != 0) {
+		struct timespec ts = { 0, 1000000 };
+
+		nanosleep(&ts, NULL);
+	}
+}
+
+int
+om_pool_bias_revoke(struct dir_info *d, int spins)
+{
+	bias_clear(d);
+	barrier_all();
+	return bias_wait(d, spins);
 }
 
 
@@ -117,6 +200,7 @@ init_locked(void)
 	mopts.pool_mask = mopts.npools - 1;
 	mopts.guard = o.guard ? OM_PAGE_SIZE : 0;
 	mopts.junk_validate_full = o.junk >= 2 || o.freecheck;
+	mopts.bias_locks = om_os_membarrier_register() == 0;
 	om_chunk_init_sizes();
 
 	for (i = 0; i < mopts.npools; i++) {
@@ -169,7 +253,10 @@ om_thread_init(void)
  * already hold a pool lock (its word holds this thread's id): that one is
  * skipped, and the interrupted call releases it when the handler returns.
  * A lock the interrupted call was only waiting for is taken like any
- * other.  fork_took[] remembers which locks the prepare hook took.
+ * other.  fork_took[] remembers which locks the prepare hook took.  Biases
+ * of other threads are revoked, with one barrier for all pools, so that
+ * nobody is inside a pool while the child is made; in the child, whose
+ * only thread is new, no bias survives.
  */
 static unsigned char fork_took[OM_MAX_POOLS + 1];
 
@@ -188,7 +275,7 @@ void
 om_pool_fork_prepare(void)
 {
 	unsigned int i;
-	int me;
+	int me, revoked = 0;
 
 	if (!__atomic_load_n(&om_ready, __ATOMIC_ACQUIRE))
 		return;
@@ -201,11 +288,26 @@ om_pool_fork_prepare(void)
 	pthread_mutex_lock(&init_mtx);
 	fork_owner = me;
 	for (i = 0; i <= mopts.npools; i++) {
-		struct om_mutex *m = &om_pool_at(i)->mtx;
+		struct dir_info *d = om_pool_at(i);
+		struct om_mutex *m = &d->mtx;
 
-		fork_took[i] = __atomic_load_n(&m->w, __ATOMIC_RELAXED) != me;
-		if (fork_took[i] && !om_mutex_trylock(m, me))
+		fork_took[i] = __atomic_load_n(&m->w, __ATOMIC_RELAXED) != me &&
+		    !(d->bias == me && d->bias_in);
+		if (!fork_took[i])
+			continue;
+		if (!om_mutex_trylock(m, me))
 			om_mutex_wait(m, me);
+		/* Other threads' biases go, with one barrier for them all. */
+		if (d->bias != 0 && d->bias != me) {
+			bias_clear(d);
+			revoked = 1;
+		}
+	}
+	if (revoked) {
+		barrier_all();
+		for (i = 0; i <= mopts.npools; i++)
+			if (fork_took[i])
+				bias_wait(om_pool_at(i), 0);
 	}
 	om_cache_fork_prepare();
 }
@@ -243,10 +345,16 @@ om_pool_fork_child(void)
 		return;
 	}
 	for (i = 0; i <= mopts.npools; i++) {
+		struct dir_info *d = om_pool_at(i);
+
 		if (fork_took[i]) {
-			om_pool_at(i)->mtx.w = 0;
-			om_pool_at(i)->mtx.sleepers = 0;
+			d->mtx.w = 0;
+			d->mtx.sleepers = 0;
 		}
+		/* The threads the biases name do not exist here. */
+		d->bias = 0;
+		d->bias_in = 0;
+		d->bias_who = 0;
 	}
 	om_cache_fork_child();
 	/* The child is a new thread of its own: refresh the cached tid. */

@@ -9,9 +9,12 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <linux/membarrier.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "omalloc.h"
@@ -333,6 +336,318 @@ START_TEST(fork_while_threads_allocate)
 }
 END_TEST
 
+/* Whether this kernel offers what biased pool locks need. */
+static int
+membarrier_works(void)
+{
+	long cmds = syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
+
+	return cmds > 0 && (cmds & MEMBARRIER_CMD_PRIVATE_EXPEDITED) != 0;
+}
+
+struct bias_run {
+	struct dir_info *d;
+	long tid;
+	int biased;		/* d's bias named this thread at the end */
+	unsigned long biased_locks;
+	void *keep;		/* one block for another thread to free */
+	int ready, go;		/* earned; may exit */
+};
+
+/* Take the own pool many times in a row, then leave one block behind. */
+static void *
+earn_bias(void *arg)
+{
+	struct bias_run *b = arg;
+	unsigned long before;
+	unsigned int i;
+
+	b->tid = syscall(SYS_gettid);
+	b->d = mopts.pools[(unsigned long)b->tid & mopts.pool_mask];
+	before = b->d->lock_biased;
+	for (i = 0; i < 4 * OM_BIAS_FIRST; i++) {
+		void *volatile p = malloc(32 + i % 200);
+
+		free(p);
+	}
+	b->biased = __atomic_load_n(&b->d->bias, __ATOMIC_RELAXED) ==
+	    (int)b->tid;
+	b->biased_locks = b->d->lock_biased - before;
+	b->keep = malloc(48);
+	/* Stay alive, out of the allocator, until the test is done: a
+	 * thread's exit may itself allocate. */
+	__atomic_store_n(&b->ready, 1, __ATOMIC_RELEASE);
+	while (!__atomic_load_n(&b->go, __ATOMIC_ACQUIRE))
+		usleep(1000);
+	return NULL;
+}
+
+/* A thread that keeps taking its pool gets the bias; a free of its block
+ * by another thread takes it back, and the next bias costs twice the run. */
+START_TEST(bias_grant_revoke)
+{
+	struct bias_run b = { 0 };
+	pthread_t t;
+	unsigned long revoked;
+	unsigned int after;
+	int bias0, bias1, bias_in, rc;
+
+	unit_init();
+	if (!membarrier_works()) {
+		ck_assert_int_eq(mopts.bias_locks, 0);
+		return;
+	}
+	ck_assert_int_eq(mopts.bias_locks, 1);
+	/* No ck_assert until the reads below: Check allocates, and this
+	 * thread's allocations could take the bias back too early. */
+	rc = pthread_create(&t, NULL, earn_bias, &b);
+	while (rc == 0 && !__atomic_load_n(&b.ready, __ATOMIC_ACQUIRE))
+		usleep(1000);
+	bias0 = b.d->bias;
+	revoked = b.d->lock_revoked;
+	after = b.d->bias_after;
+	free(b.keep);
+	bias1 = b.d->bias;
+	bias_in = b.d->bias_in;
+	ck_assert_int_eq(rc, 0);
+	ck_assert(b.biased);
+	ck_assert_uint_gt(b.biased_locks, 2 * OM_BIAS_FIRST);
+	ck_assert_int_eq(bias0, (int)b.tid);
+	ck_assert_int_eq(bias1, 0);
+	ck_assert_int_eq(bias_in, 0);
+	ck_assert_uint_eq(b.d->lock_revoked, revoked + 1);
+	ck_assert_uint_eq(b.d->bias_after, after * 2);
+	__atomic_store_n(&b.go, 1, __ATOMIC_RELEASE);
+	ck_assert_int_eq(pthread_join(t, NULL), 0);
+}
+END_TEST
+
+/*
+ * Threads that alternate long private runs (earning biases) with frees of
+ * each other's blocks (revoking them) while every block's contents are
+ * checked: a lapse of mutual exclusion shows as a corrupt block, a
+ * corrupt bitmap (a false double free) or bytes in use that do not add up.
+ */
+#define CHURN_THREADS 4
+#define CHURN_KEEP 64
+
+static pthread_mutex_t swap_mtx = PTHREAD_MUTEX_INITIALIZER;
+static unsigned char *swap[CHURN_THREADS][CHURN_KEEP];
+
+static int
+check_fill(const unsigned char *p, size_t n, unsigned char v)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (p[i] != v)
+			return 0;
+	return 1;
+}
+
+static void *
+bias_churn(void *arg)
+{
+	unsigned int me = (unsigned int)(uintptr_t)arg, round, i;
+	unsigned int next = (me + 1) % CHURN_THREADS;
+	uint32_t x = 2463534242u * (me + 1);
+
+	for (round = 0; round < 20; round++) {
+		unsigned char *mine[CHURN_KEEP];
+
+		for (i = 0; i < 3 * OM_BIAS_FIRST; i++) {
+			size_t n;
+			unsigned char *p;
+
+			x ^= x << 13, x ^= x >> 17, x ^= x << 5;
+			n = 1 + x % 3000;
+			if ((p = malloc(n)) == NULL)
+				return (void *)1;
+			memset(p, (int)(n & 0xff), n);
+			if (!check_fill(p, n, (unsigned char)(n & 0xff)))
+				return (void *)2;
+			free(p);
+		}
+		for (i = 0; i < CHURN_KEEP; i++) {
+			if ((mine[i] = malloc(64 + i)) == NULL)
+				return (void *)1;
+			memset(mine[i], (int)(me + 1), 64 + i);
+		}
+		/* Hand ours over; free what the neighbour handed us. */
+		pthread_mutex_lock(&swap_mtx);
+		for (i = 0; i < CHURN_KEEP; i++) {
+			unsigned char *q = swap[next][i];
+
+			swap[next][i] = NULL;
+			if (q != NULL && !check_fill(q, 64 + i,
+			    (unsigned char)(next + 1))) {
+				pthread_mutex_unlock(&swap_mtx);
+				return (void *)3;
+			}
+			free(q);
+			if (swap[me][i] == NULL) {
+				swap[me][i] = mine[i];
+				mine[i] = NULL;
+			}
+		}
+		pthread_mutex_unlock(&swap_mtx);
+		for (i = 0; i < CHURN_KEEP; i++)
+			free(mine[i]);
+	}
+	return NULL;
+}
+
+static void *
+idle_thread(void *arg)
+{
+	return arg;
+}
+
+static void
+pool_totals(size_t *inuse, unsigned long *revoked)
+{
+	unsigned int i;
+
+	*inuse = 0;
+	*revoked = 0;
+	for (i = 0; i < mopts.npools; i++) {
+		*inuse += mopts.pools[i]->inuse;
+		*revoked += mopts.pools[i]->lock_revoked;
+	}
+}
+
+START_TEST(bias_exclusion)
+{
+	pthread_t t[CHURN_THREADS];
+	unsigned int i, j;
+	size_t inuse0, inuse1;
+	unsigned long revoked0, revoked1;
+	void *rc;
+
+	unit_init();
+	/* The C library allocates for a thread's first start; let it. */
+	for (i = 0; i < CHURN_THREADS; i++)
+		ck_assert_int_eq(pthread_create(&t[i], NULL, idle_thread,
+		    NULL), 0);
+	for (i = 0; i < CHURN_THREADS; i++)
+		ck_assert_int_eq(pthread_join(t[i], NULL), 0);
+	pool_totals(&inuse0, &revoked0);
+	for (i = 0; i < CHURN_THREADS; i++)
+		ck_assert_int_eq(pthread_create(&t[i], NULL, bias_churn,
+		    (void *)(uintptr_t)i), 0);
+	for (i = 0; i < CHURN_THREADS; i++) {
+		ck_assert_int_eq(pthread_join(t[i], &rc), 0);
+		ck_assert_ptr_null(rc);
+	}
+	for (i = 0; i < CHURN_THREADS; i++)
+		for (j = 0; j < CHURN_KEEP; j++) {
+			free(swap[i][j]);
+			swap[i][j] = NULL;
+		}
+	pool_totals(&inuse1, &revoked1);
+	ck_assert_uint_eq(inuse1, inuse0);
+	if (mopts.bias_locks)
+		ck_assert_uint_gt(revoked1, revoked0);
+}
+END_TEST
+
+/*
+ * Revocation against a thread inside its pool.  A takes its pool over and
+ * over, staying inside a while each time; the test thread takes A's lock
+ * over and over too, each time letting A earn the bias back after a few
+ * takes, so that most of its takes revoke a bias A may be using at that
+ * instant.  Each side flags itself inside and checks the other's flag.
+ */
+struct hammer {
+	struct dir_info *d;
+	int ready, stop;
+	int a_in, main_in;
+	unsigned long ops, overlaps;
+};
+
+static void
+stay(void)
+{
+	volatile unsigned int k;
+
+	for (k = 0; k < 300; k++)
+		;
+}
+
+static void *
+hammer_pool(void *arg)
+{
+	struct hammer *h = arg;
+
+	h->d = mopts.pools[(unsigned long)syscall(SYS_gettid) &
+	    mopts.pool_mask];
+	__atomic_store_n(&h->ready, 1, __ATOMIC_RELEASE);
+	while (!__atomic_load_n(&h->stop, __ATOMIC_ACQUIRE)) {
+		void *volatile p;
+
+		om_lock(h->d);
+		__atomic_store_n(&h->a_in, 1, __ATOMIC_SEQ_CST);
+		if (__atomic_load_n(&h->main_in, __ATOMIC_SEQ_CST))
+			h->overlaps++;
+		stay();
+		if (__atomic_load_n(&h->main_in, __ATOMIC_SEQ_CST))
+			h->overlaps++;
+		__atomic_store_n(&h->a_in, 0, __ATOMIC_SEQ_CST);
+		om_unlock(h->d);
+		p = malloc(24);
+		free(p);
+		h->ops++;
+	}
+	return NULL;
+}
+
+START_TEST(bias_revoke_excludes)
+{
+	struct hammer h = { 0 };
+	pthread_t t;
+	unsigned int i, revokes = 0;
+	unsigned long revoked0, overlaps = 0;
+	struct timespec t0, t1;
+
+	unit_init();
+	if (!mopts.bias_locks)
+		return;
+	ck_assert_int_eq(pthread_create(&t, NULL, hammer_pool, &h), 0);
+	while (!__atomic_load_n(&h.ready, __ATOMIC_ACQUIRE))
+		usleep(1000);
+	revoked0 = h.d->lock_revoked;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	/* Until enough takes revoked a bias, for 3 s at most. */
+	for (i = 0; revokes < 2000; i++) {
+		struct dir_info *d = h.d;
+
+		om_lock(d);
+		__atomic_store_n(&h.main_in, 1, __ATOMIC_SEQ_CST);
+		if (__atomic_load_n(&h.a_in, __ATOMIC_SEQ_CST))
+			overlaps++;
+		stay();
+		if (__atomic_load_n(&h.a_in, __ATOMIC_SEQ_CST))
+			overlaps++;
+		__atomic_store_n(&h.main_in, 0, __ATOMIC_SEQ_CST);
+		d->bias_after = 4;
+		revokes = (unsigned int)(d->lock_revoked - revoked0);
+		om_unlock(d);
+		stay();
+		if (i % 256 == 0) {
+			clock_gettime(CLOCK_MONOTONIC, &t1);
+			if (t1.tv_sec - t0.tv_sec >= 3)
+				break;
+		}
+	}
+	__atomic_store_n(&h.stop, 1, __ATOMIC_RELEASE);
+	ck_assert_int_eq(pthread_join(t, NULL), 0);
+	ck_assert_uint_eq(overlaps + h.overlaps, 0);
+	/* The test did what it is for: many takes revoked a bias. */
+	ck_assert_uint_ge(revokes, 50);
+	ck_assert_uint_gt(h.ops, 1000);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -349,6 +664,9 @@ main(void)
 	tcase_add_test(t, thread_pool);
 	tcase_add_test(t, fork_hooks_lock_all);
 	tcase_add_test(t, fork_while_threads_allocate);
+	tcase_add_test(t, bias_grant_revoke);
+	tcase_add_test(t, bias_exclusion);
+	tcase_add_test(t, bias_revoke_excludes);
 	suite_add_tcase(s, t);
 	return unit_main(s);
 }
