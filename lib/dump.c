@@ -150,8 +150,9 @@ dump_pool(struct om_buf *o, struct dir_info *d, unsigned long other,
 	om_buf_printf(o, "Cheap reallocs %lu/%lu\n", d->cheap_reallocs,
 	    d->cheap_realloc_tries);
 	om_buf_printf(o, "Other pool searches %lu/%lu\n", other, searches);
-	om_buf_printf(o, "Lock acquisitions %lu/%lu, waited %llu ns\n",
-	    d->lock_contended, d->lock_total, d->lock_wait_ns);
+	om_buf_printf(o, "Lock acquisitions %lu/%lu, waited %llu ns, "
+	    "biased %lu, revoked %lu\n", d->lock_contended, d->lock_total,
+	    d->lock_wait_ns, d->lock_biased, d->lock_revoked);
 	om_buf_printf(o, "In use %zu\n", d->inuse);
 	om_buf_printf(o, "Guarded %zu\n", d->guarded);
 	om_buf_puts(o, "Free chunk structs:\n");
@@ -210,8 +211,21 @@ dump_pool(struct om_buf *o, struct dir_info *d, unsigned long other,
 static int
 dump_lock(struct dir_info *d, int for_fatal)
 {
-	if (for_fatal)
-		return om_mutex_trylock(&d->mtx, om_owner());
+	if (for_fatal) {
+		int me = om_owner();
+
+		if (!om_mutex_trylock(&d->mtx, me))
+			return 0;
+		/* A bias is taken back, but the wait for its holder is
+		 * bounded; a pool this thread holds through its bias is
+		 * busy, like one whose w it holds. */
+		if (d->bias != 0 && (d->bias == me ?
+		    d->bias_in : om_pool_bias_revoke(d, 1000) != 0)) {
+			om_mutex_unlock(&d->mtx);
+			return 0;
+		}
+		return 1;
+	}
 	om_lock(d);
 	d->func = "malloc_gdump";
 	return 1;

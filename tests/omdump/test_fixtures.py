@@ -10,6 +10,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import unittest
 
 OMDUMP = None
@@ -111,6 +112,27 @@ class Normal(Base):
             "offset": "0x1189", "bytes": 13000, "count": 13, "avg": 1000})
         self.assertEqual([(l["bytes"], l["count"]) for l in d["leaks"]],
                          [(13000, 13), (21000, 7), (1024, 1)])
+
+    def test_lock_bias(self):
+        # Older dumps lack the biased/revoked counts: they read as 0.
+        d = json.loads(self.ok("json", fx("normal.out")))
+        self.assertEqual(d["pools"][0]["lock_biased"], 0)
+        self.assertEqual(d["total"]["lock_revoked"], 0)
+        with open(fx("normal.out")) as f:
+            text = f.read()
+        text = text.replace("Lock acquisitions 10/400, waited 2500 ns",
+                            "Lock acquisitions 10/400, waited 2500 ns, "
+                            "biased 300, revoked 2")
+        with tempfile.NamedTemporaryFile("w", suffix=".out") as f:
+            f.write(text)
+            f.flush()
+            d = json.loads(self.ok("json", f.name))
+            rows = list(csv.DictReader(io.StringIO(self.ok("csv", f.name))))
+        self.assertEqual((d["pools"][0]["lock_biased"],
+                          d["pools"][0]["lock_revoked"]), (300, 2))
+        self.assertEqual(d["pools"][0]["lock_total"], 400)
+        self.assertEqual(d["total"]["lock_biased"], 300)
+        self.assertEqual(rows[0]["lock_revoked"], "2")
 
     def test_csv(self):
         out = self.ok("csv", fx("normal.out"))
