@@ -92,8 +92,12 @@ om_pool_create(unsigned int index, int conceal)
 void
 om_pool_bias_grant(struct dir_info *d, int owner)
 {
-	if (!mopts.bias_locks || d->conceal)
+	if (!mopts.bias_locks || d->conceal) {
+		/* Never: keep the run from asking again at every lock. */
+		d->bias_run = 0;
+		d->bias_after = OM_BIAS_MAX;
 		return;
+	}
 	if (d->bias_who != owner) {
 		if (d->bias_who != 0 && om_os_thread_alive(d->bias_who)) {
 			d->bias_run = 0;
