@@ -84,6 +84,16 @@ om_pool_create(unsigned int index, int conceal)
  * release_lock() in api.c).  Both run holding d's word w.
  */
 
+/* A bias refused or revoked: the run that earns it starts again, twice
+ * as long. */
+static void
+bias_backoff(struct dir_info *d)
+{
+	d->bias_run = 0;
+	if (d->bias_after < OM_BIAS_MAX)
+		d->bias_after *= 2;
+}
+
 /* owner took w bias_after times in a row: from now on it enters d without
  * an atomic instruction.  Every other thread takes w first and so finds
  * the bias and revokes it.  Only the thread that had d's bias first may
@@ -100,9 +110,7 @@ om_pool_bias_grant(struct dir_info *d, int owner)
 	}
 	if (d->bias_who != owner) {
 		if (d->bias_who != 0 && om_os_thread_alive(d->bias_who)) {
-			d->bias_run = 0;
-			if (d->bias_after < OM_BIAS_MAX)
-				d->bias_after *= 2;
+			bias_backoff(d);
 			return;
 		}
 		d->bias_who = owner;
@@ -111,7 +119,7 @@ om_pool_bias_grant(struct dir_info *d, int owner)
 	__atomic_store_n(&d->bias, owner, __ATOMIC_RELAXED);
 }
 
-/* Clear the wait for the biased thread's current hold, if any, to end.
+/* Wait for the biased thread's current hold, if any, to end.
  * spins > 0 bounds the wait (the fatal path must not hang): returns -1
  * when the holder is still inside after that many tries, else 0. */
 static int
@@ -136,9 +144,7 @@ static void
 bias_clear(struct dir_info *d)
 {
 	__atomic_store_n(&d->bias, 0, __ATOMIC_RELAXED);
-	d->bias_run = 0;
-	if (d->bias_after < OM_BIAS_MAX)
-		d->bias_after *= 2;
+	bias_backoff(d);
 	d->lock_revoked++;
 }
 
@@ -162,7 +168,6 @@ om_pool_bias_revoke(struct dir_info *d, int spins)
 	barrier_all();
 	return bias_wait(d, spins);
 }
-
 
 /*
  * Add d's lookup counts to other[] and searches[], indexed by the pool the
