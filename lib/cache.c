@@ -753,27 +753,34 @@ joins(const struct om_cache_entry *a, const struct om_cache_entry *b)
 	    a->npages + b->npages <= DEPOT_RUN;
 }
 
-/* A run of class k that touches [lo, hi), or -1. */
+/* A cached run of any length that touches [lo, hi): its slot, and its
+ * class in *kp; -1 if there is none. */
 static int
-neighbour(struct dir_info *d, unsigned int k, uintptr_t lo, uintptr_t hi)
+neighbour(struct dir_info *d, uintptr_t lo, uintptr_t hi, unsigned int *kp)
 {
-	unsigned int j;
+	unsigned int k, j;
 
-	for (j = 0; j < d->cache_n[k]; j++) {
-		const struct om_cache_entry *e = slot(d, k, j);
+	for (k = 0; k < OM_CACHE_CLASSES; k++) {
+		for (j = 0; j < d->cache_n[k]; j++) {
+			const struct om_cache_entry *e = slot(d, k, j);
 
-		if (e->p == hi ||
-		    e->p + ((uintptr_t)e->npages << OM_PAGE_SHIFT) == lo)
-			return (int)j;
+			if (e->p == hi || e->p +
+			    ((uintptr_t)e->npages << OM_PAGE_SHIFT) == lo) {
+				*kp = k;
+				return (int)j;
+			}
+		}
 	}
 	return -1;
 }
 
 /*
- * Evict count runs of class k (at most EVICT_BATCH), in one batch: a
- * random run, then the runs of the class that touch it on either side
- * (pages freed in order, a batch mapped at once), then another random
- * run, and so on.  Runs that touch are joined where their state is the
+ * Evict count runs of class k, in one batch of at most EVICT_BATCH: a
+ * random run of the class, then the cached runs that touch it on either
+ * side (pages freed in order, a batch mapped at once), then another
+ * random run of k, and so on.  Touching runs of other lengths go too
+ * (blocks of growing sizes side by side), without counting against k's
+ * count: they save a system call now at the cost of a cache entry.  Runs that touch are joined where their state is the
  * same, and each joined run is offered to the depot as one, or unmapped
  * in one call, once the lock is released: a heap freed in order goes
  * back in a few calls, not one per run.  A joined run's level-1 junk is
@@ -784,19 +791,25 @@ static void
 evict(struct dir_info *d, unsigned int k, unsigned int count)
 {
 	struct om_span out[EVICT_BATCH], batch[EVICT_BATCH];
-	unsigned int m = 0, i, nb = 0;
+	unsigned int m = 0, i, nb = 0, taken = 0;
 	uintptr_t lo = 0, hi = 0;
+	unsigned int kk = k;
 	int j = -1;
 
-	if (count > EVICT_BATCH)
-		count = EVICT_BATCH;
-	while (d->cache_n[k] > 0 && m < count) {
-		if (j < 0)
+	while (m < EVICT_BATCH) {
+		if (j < 0) {
+			if (taken == count || d->cache_n[k] == 0)
+				break;
+			kk = k;
 			i = (unsigned int)((om_rbyte(&d->rng) *
 			    d->cache_n[k]) >> 8);
+		} else if (kk == k && taken == count)
+			break;
 		else
 			i = (unsigned int)j;
-		out[m].offer = take_out(d, k, i);
+		if (kk == k)
+			taken++;
+		out[m].offer = take_out(d, kk, i);
 		out[m].p = out[m].offer.p;
 		if (j < 0 || out[m].p < lo)
 			lo = out[m].p;
@@ -805,7 +818,7 @@ evict(struct dir_info *d, unsigned int k, unsigned int count)
 			hi = out[m].p + ((uintptr_t)out[m].offer.npages <<
 			    OM_PAGE_SHIFT);
 		m++;
-		j = neighbour(d, k, lo, hi);
+		j = neighbour(d, lo, hi, &kk);
 	}
 	if (m == 0)
 		return;

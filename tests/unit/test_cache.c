@@ -56,6 +56,13 @@ cached(const struct dir_info *d, const void *p)
 }
 
 /* Pages of our own, handed to the cache as if a region was freed. */
+/* The runs a full class gives up at once (cache.c's quarter). */
+static unsigned int
+quarter_of(const struct dir_info *d, unsigned int k)
+{
+	return d->cache_cap[k] >= 4 ? d->cache_cap[k] / 4u : 1u;
+}
+
 static void *
 own_pages(struct dir_info *d, size_t npages)
 {
@@ -200,6 +207,7 @@ START_TEST(classes_share_room)
 	struct dir_info *d = unit_pool();
 	unsigned int i, room = d->cache_room[10], cap = d->cache_cap[10];
 	void **blk;
+	char *apart;
 
 	if (cap < 4 || d->cache_cap[4] < 3)
 		return;
@@ -213,10 +221,13 @@ START_TEST(classes_share_room)
 	ck_assert_uint_eq(d->cache_pages, (size_t)room * 10);
 	settle(d);
 
-	/* Room for two more runs of 4 pages, not three. */
+	/* Room for two more runs of 4 pages, not three.  They lie apart,
+	 * between unused pages, since runs that touch an evicted one leave
+	 * with it whatever their length. */
 	d->cache_small_max = d->cache_pages + 2 * 4;
+	apart = own_pages(d, 3 * 5 + 1);
 	for (i = 0; i < 3; i++)
-		om_cache_put(d, own_pages(d, 4), 4, 0);
+		om_cache_put(d, apart + (1 + 5 * i) * OM_PAGE_SIZE, 4, 0);
 	ck_assert_uint_eq(d->cache_n[4], 3);
 	ck_assert_uint_lt(d->cache_n[10], room);
 	ck_assert_uint_ge(d->cache_n[10], room - cap / 4);
@@ -262,6 +273,58 @@ START_TEST(neighbours_leave_together)
 	ck_assert_msg(b.munmap - a.munmap >= 1 && b.munmap - a.munmap <= 2,
 	    "%zu runs turned away, %lu munmap", evicted - taken,
 	    b.munmap - a.munmap);
+	om_cache_depot_trim();
+}
+END_TEST
+
+/*
+ * Runs of other lengths that touch an evicted run leave with it, in the
+ * same call, without counting against the evicting class's quarter:
+ * blocks of growing sizes freed side by side go back together.  Each
+ * 10-page run here sits between a 3-page and a 5-page run, groups apart.
+ */
+START_TEST(neighbours_of_other_lengths)
+{
+	struct dir_info *d = unit_pool();
+	struct om_os_counts a, b;
+	unsigned int i, room = d->cache_room[10], n3, n5, evicted;
+	size_t group = 3 + 10 + 5 + 1;
+	char *base;
+
+	if (room < 4 || d->cache_room[3] < room + 1 ||
+	    d->cache_room[5] < room + 1)
+		return;
+	om_cache_depot_trim();
+	base = own_pages(d, (room + 1) * group);
+	for (i = 0; i < room; i++) {
+		char *g = base + i * group * OM_PAGE_SIZE;
+
+		om_cache_put(d, g, 3, 0);
+		om_cache_put(d, g + 13 * OM_PAGE_SIZE, 5, 0);
+		om_cache_put(d, g + 3 * OM_PAGE_SIZE, 10, 0);
+	}
+	ck_assert_uint_eq(d->cache_n[10], room);
+	n3 = d->cache_n[3];
+	n5 = d->cache_n[5];
+	settle(d);
+	om_os_counts(&a);
+	/* Class 10 is full: one more run evicts a quarter of its share. */
+	om_cache_put(d, base + (room * group + 3) * OM_PAGE_SIZE, 10, 0);
+	evicted = room + 1 - d->cache_n[10];
+	ck_assert_uint_ge(evicted, 1);
+	ck_assert_uint_le(evicted, quarter_of(d, 10));
+	/* Each evicted run's neighbours went too, but for the last one's
+	 * where the batch filled up. */
+	ck_assert_uint_ge(n3 - d->cache_n[3], 1);
+	ck_assert_uint_ge(n5 - d->cache_n[5], 1);
+	ck_assert_uint_le(n3 - d->cache_n[3], evicted);
+	ck_assert_uint_ge(n3 - d->cache_n[3], evicted - 1);
+	ck_assert_uint_le(n5 - d->cache_n[5], evicted);
+	ck_assert_uint_ge(n5 - d->cache_n[5], evicted - 1);
+	settle(d);
+	om_os_counts(&b);
+	/* One call per group at most, not one per run. */
+	ck_assert_uint_le(b.munmap - a.munmap, evicted);
 	om_cache_depot_trim();
 }
 END_TEST
@@ -705,6 +768,7 @@ main(void)
 	tcase_add_test(t, class_sizes);
 	tcase_add_test(t, classes_share_room);
 	tcase_add_test(t, neighbours_leave_together);
+	tcase_add_test(t, neighbours_of_other_lengths);
 	tcase_add_test(t, short_runs_batched);
 	tcase_add_test(t, reserve_carves);
 	tcase_add_test(t, guarded_entries_apart);
