@@ -64,13 +64,15 @@ om_mutex_wait(struct om_mutex *m, int owner)
 }
 
 /* A thread that does not hold d's bias took w: count the run that earns
- * it, or take back the bias another thread holds. */
+ * it, or take back the bias another thread holds (which makes the next
+ * bias cost a longer run, unless admin: statistics and trims visit every
+ * pool, which says nothing of who shares it). */
 static OM_COLD OM_NOINLINE void
-lock_unbiased(struct dir_info *d, int owner)
+lock_unbiased(struct dir_info *d, int owner, int admin)
 {
 	if (d->bias != 0) {
 		if (d->bias != owner)
-			om_pool_bias_revoke(d, 0);
+			om_pool_bias_revoke(d, 0, !admin);
 	} else if (d->bias_cand != owner) {
 		d->bias_cand = owner;
 		d->bias_run = 0;
@@ -90,7 +92,7 @@ lock_unbiased(struct dir_info *d, int owner)
  * allocator on this thread is caught.
  */
 OM_INLINE void
-lock(struct dir_info *d)
+lock_as(struct dir_info *d, int admin)
 {
 	int owner = om_owner();
 
@@ -115,10 +117,23 @@ lock(struct dir_info *d)
 		lock_slow(d);
 	if (OM_UNLIKELY(d->bias_cand != owner ||
 	    ++d->bias_run >= d->bias_after || d->bias != 0))
-		lock_unbiased(d, owner);
+		lock_unbiased(d, owner, admin);
 locked:
 	d->lock_total++;
 	om_pool_check(d);
+}
+
+OM_INLINE void
+lock(struct dir_info *d)
+{
+	lock_as(d, 0);
+}
+
+/* The lock taken by a visit of every pool: a dump, a trim, statistics. */
+OM_INLINE void
+lock_admin(struct dir_info *d)
+{
+	lock_as(d, 1);
 }
 
 OM_INLINE void
@@ -188,7 +203,7 @@ unlock(struct dir_info *d)
 void
 om_lock(struct dir_info *d)
 {
-	lock(d);
+	lock_admin(d);
 }
 
 void
@@ -373,7 +388,7 @@ trim_all(const char *func)
 	for (i = 0; i <= mopts.npools; i++) {
 		struct dir_info *d = om_pool_at(i);
 
-		lock(d);
+		lock_admin(d);
 		d->func = func;
 		om_chunk_flush_delayed(d);
 		pages += om_cache_trim(d);
@@ -771,7 +786,7 @@ gather(struct totals *t)
 	for (i = 0; i <= mopts.npools; i++) {
 		struct dir_info *d = om_pool_at(i);
 
-		lock(d);
+		lock_admin(d);
 		t->mapped += d->mapped;
 		t->inuse += d->inuse;
 		t->cached += d->cache_pages << OM_PAGE_SHIFT;
@@ -902,7 +917,7 @@ malloc_info(int options, FILE *fp)
 
 		/* Copy the counters under the lock, print without it: stdio
 		 * may allocate. */
-		lock(d);
+		lock_admin(d);
 		memcpy(&snap, d, sizeof(snap));
 		unlock(d);
 		if (i < mopts.npools)

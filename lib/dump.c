@@ -220,7 +220,7 @@ dump_lock(struct dir_info *d, int for_fatal)
 		 * bounded; a pool this thread holds through its bias is
 		 * busy, like one whose w it holds. */
 		if (d->bias != 0 && (d->bias == me ?
-		    d->bias_in : om_pool_bias_revoke(d, 1000) != 0)) {
+		    d->bias_in : om_pool_bias_revoke(d, 1000, 0) != 0)) {
 			om_mutex_unlock(&d->mtx);
 			return 0;
 		}

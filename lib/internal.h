@@ -390,7 +390,7 @@ struct dir_info *om_pool_create(unsigned int index, int conceal);
 void om_pool_add_searches(const struct dir_info *d, unsigned long *other,
     unsigned long *searches);
 void om_pool_bias_grant(struct dir_info *d, int owner);
-int om_pool_bias_revoke(struct dir_info *d, int spins);
+int om_pool_bias_revoke(struct dir_info *d, int spins, int backoff);
 void om_pool_fork_prepare(void);
 void om_pool_fork_parent(void);
 void om_pool_fork_child(void);

@@ -139,12 +139,18 @@ bias_wait(struct dir_info *d, int spins)
 }
 
 /* Take the bias back.  After the barrier the biased thread either is
- * visibly inside (bias_in set) or will see w taken and the bias gone. */
+ * visibly inside (bias_in set) or will see w taken and the bias gone.
+ * backoff: a thread that needs the pool took it, so the pool is shared
+ * and the next bias costs a longer run; a visit of every pool (fork, a
+ * dump, a trim, statistics) says nothing of that. */
 static void
-bias_clear(struct dir_info *d)
+bias_clear(struct dir_info *d, int backoff)
 {
 	__atomic_store_n(&d->bias, 0, __ATOMIC_RELAXED);
-	bias_backoff(d);
+	if (backoff)
+		bias_backoff(d);
+	else
+		d->bias_run = 0;
 	d->lock_revoked++;
 }
 
@@ -162,9 +168,9 @@ barrier_all(void)
 }
 
 int
-om_pool_bias_revoke(struct dir_info *d, int spins)
+om_pool_bias_revoke(struct dir_info *d, int spins, int backoff)
 {
-	bias_clear(d);
+	bias_clear(d, backoff);
 	barrier_all();
 	return bias_wait(d, spins);
 }
@@ -308,7 +314,7 @@ om_pool_fork_prepare(void)
 			om_mutex_wait(m, me);
 		/* Other threads' biases go, with one barrier for them all. */
 		if (d->bias != 0 && d->bias != me) {
-			bias_clear(d);
+			bias_clear(d, 0);
 			revoked = 1;
 		}
 	}

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <linux/membarrier.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -422,6 +423,77 @@ START_TEST(bias_grant_revoke)
 }
 END_TEST
 
+/* Earn the bias, wait; earn it again, wait. */
+struct bias_phases {
+	struct dir_info *d;
+	long tid;
+	int ready, go;
+	int biased[2];
+};
+
+static void *
+earn_twice(void *arg)
+{
+	struct bias_phases *b = arg;
+	unsigned int phase, i;
+
+	b->tid = syscall(SYS_gettid);
+	b->d = mopts.pools[(unsigned long)b->tid & mopts.pool_mask];
+	for (phase = 0; phase < 2; phase++) {
+		for (i = 0; i < 4 * OM_BIAS_FIRST; i++) {
+			void *volatile p = malloc(40);
+
+			free(p);
+		}
+		b->biased[phase] = __atomic_load_n(&b->d->bias,
+		    __ATOMIC_RELAXED) == (int)b->tid;
+		__atomic_store_n(&b->ready, (int)phase + 1, __ATOMIC_RELEASE);
+		while (__atomic_load_n(&b->go, __ATOMIC_ACQUIRE) <= (int)phase)
+			usleep(1000);
+	}
+	return NULL;
+}
+
+/* A dump visits every pool and takes each bias back, but that says
+ * nothing of sharing: the run that earns the bias again stays as long. */
+START_TEST(bias_after_dumps)
+{
+	struct bias_phases b = { 0 };
+	pthread_t t;
+	int fd, rc, bias_dumped;
+	unsigned int after0, after1, i;
+	unsigned long revoked0, revoked1;
+
+	unit_init();
+	if (!mopts.bias_locks)
+		return;
+	fd = open("/dev/null", O_WRONLY);
+	/* No ck_assert until the end: Check allocates. */
+	rc = pthread_create(&t, NULL, earn_twice, &b);
+	while (rc == 0 && __atomic_load_n(&b.ready, __ATOMIC_ACQUIRE) < 1)
+		usleep(1000);
+	after0 = b.d->bias_after;
+	revoked0 = b.d->lock_revoked;
+	for (i = 0; i < 3; i++)
+		malloc_gdump(fd);
+	bias_dumped = b.d->bias;
+	after1 = b.d->bias_after;
+	revoked1 = b.d->lock_revoked;
+	__atomic_store_n(&b.go, 1, __ATOMIC_RELEASE);
+	while (rc == 0 && __atomic_load_n(&b.ready, __ATOMIC_ACQUIRE) < 2)
+		usleep(1000);
+	__atomic_store_n(&b.go, 2, __ATOMIC_RELEASE);
+	ck_assert_int_eq(rc, 0);
+	ck_assert_int_eq(pthread_join(t, NULL), 0);
+	close(fd);
+	ck_assert(b.biased[0]);
+	ck_assert_int_eq(bias_dumped, 0);
+	ck_assert_uint_eq(revoked1, revoked0 + 1);
+	ck_assert_uint_eq(after1, after0);
+	ck_assert(b.biased[1]);
+}
+END_TEST
+
 /*
  * Threads that alternate long private runs (earning biases) with frees of
  * each other's blocks (revoking them) while every block's contents are
@@ -665,6 +737,7 @@ main(void)
 	tcase_add_test(t, fork_hooks_lock_all);
 	tcase_add_test(t, fork_while_threads_allocate);
 	tcase_add_test(t, bias_grant_revoke);
+	tcase_add_test(t, bias_after_dumps);
 	tcase_add_test(t, bias_exclusion);
 	tcase_add_test(t, bias_revoke_excludes);
 	suite_add_tcase(s, t);
