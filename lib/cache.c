@@ -899,6 +899,7 @@ om_cache_put(struct dir_info *d, void *p, size_t npages, int guarded)
 {
 	int k = class_of(npages);
 	size_t datalen = (npages - (guarded ? 1 : 0)) << OM_PAGE_SHIFT;
+	uint8_t junked = 0, noaccess = 0;
 
 	if (k < 0 || d->cache_room[k] == 0 || (k == 0 && npages >
 	    d->cache_big_max)) {
@@ -910,18 +911,21 @@ om_cache_put(struct dir_info *d, void *p, size_t npages, int guarded)
 	}
 	make_room(d, (unsigned int)k, npages);
 
-	struct om_cache_entry add = { .p = (uintptr_t)p,
-		.npages = (uint32_t)npages,
-		.guarded = (uint8_t)(guarded != 0) };
-
 	if (d->junk && datalen > 0) {
 		om_junk_free(mopts.junk_validate_full ? 2 : d->junk, p,
 		    datalen);
-		add.junked = 1;
+		junked = 1;
 	}
 	if (mopts.opt.freeunmap && datalen > 0 &&
 	    om_os_protect(p, datalen, 0) == 0)
-		add.noaccess = 1;
+		noaccess = 1;
+	/* Built whole at the end: flags stored one byte at a time and the
+	 * entry then copied as words stall the copy. */
+	struct om_cache_entry add = { .p = (uintptr_t)p,
+		.npages = (uint32_t)npages,
+		.guarded = (uint8_t)(guarded != 0), .junked = junked,
+		.noaccess = noaccess };
+
 	add_entry(d, (unsigned int)k, &add);
 }
 
