@@ -274,8 +274,11 @@ om_region_alloc(struct dir_info *d, size_t sz, size_t align, int zero,
 		om_cache_put(d, p, len >> OM_PAGE_SHIFT, guard != 0);
 		return NULL;
 	}
+	/* Two statements, not one paired update: inuse was just stored by
+	 * other calls, and a 16-byte load of the pair would wait for it. */
 	d->inuse += datalen;
-	d->guarded += guard;
+	if (guard)
+		d->guarded += guard;
 	if (zero && !zeroed)
 		memset(p + off, 0, sz);
 	else if (!zero && d->junk >= 2)
@@ -318,7 +321,8 @@ om_region_free(struct dir_info *d, struct region_info *r, void *p, int clear,
 	}
 	om_region_delete(d, r);
 	d->inuse -= datalen;
-	d->guarded -= guard;
+	if (guard)
+		d->guarded -= guard;
 	om_cache_put(d, page, (datalen + guard) >> OM_PAGE_SHIFT, guard != 0);
 }
 
