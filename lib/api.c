@@ -95,31 +95,37 @@ OM_INLINE void
 lock_as(struct dir_info *d, int admin)
 {
 	int owner = om_owner();
+	uint64_t busy = (uint32_t)om_self | (uint64_t)(d->index + 1) << 32;
 
-	om_self = (uint32_t)om_self | (uint64_t)(d->index + 1) << 32;
 	if (__libc_single_threaded && d->mtx.w == 0) {
+		om_self = busy;
 		d->mtx.w = owner;
-		goto locked;
+		goto plain;
 	}
 	if (__atomic_load_n(&d->bias, __ATOMIC_RELAXED) == owner) {
+		/* Busy, and marked as holding through the bias, before the
+		 * announcement: a signal handler must not enter d now. */
+		om_self = busy | OM_SELF_BIASED;
+		__atomic_signal_fence(__ATOMIC_SEQ_CST);
 		__atomic_store_n(&d->bias_in, 1, __ATOMIC_RELAXED);
 		__atomic_signal_fence(__ATOMIC_SEQ_CST);
 		if (OM_LIKELY(__atomic_load_n(&d->mtx.w, __ATOMIC_RELAXED) ==
 		    0 && __atomic_load_n(&d->bias, __ATOMIC_RELAXED) == owner)) {
 			__atomic_signal_fence(__ATOMIC_SEQ_CST);
-			om_self |= OM_SELF_BIASED;
 			d->lock_biased++;
-			goto locked;
+			om_pool_check(d);
+			return;
 		}
 		__atomic_store_n(&d->bias_in, 0, __ATOMIC_RELEASE);
 	}
+	om_self = busy;
 	if (OM_UNLIKELY(!om_mutex_trylock(&d->mtx, owner)))
 		lock_slow(d);
 	if (OM_UNLIKELY(d->bias_cand != owner ||
 	    ++d->bias_run >= d->bias_after || d->bias != 0))
 		lock_unbiased(d, owner, admin);
-locked:
-	d->lock_total++;
+plain:
+	d->lock_plain++;
 	om_pool_check(d);
 }
 
@@ -794,7 +800,7 @@ gather(struct totals *t)
 		t->cache_entries += d->cache_used;
 		t->contended += d->lock_contended;
 		om_pool_add_searches(d, t->other, t->searches);
-		t->locks += d->lock_total;
+		t->locks += d->lock_plain + d->lock_biased;
 		unlock(d);
 	}
 }
@@ -934,7 +940,7 @@ malloc_info(int options, FILE *fp)
 		    snap.regions_free, snap.regions_total);
 		fprintf(fp, "<locks contended=\"%lu\" total=\"%lu\" "
 		    "wait_ns=\"%llu\"/>\n", snap.lock_contended,
-		    snap.lock_total, snap.lock_wait_ns);
+		    snap.lock_plain + snap.lock_biased, snap.lock_wait_ns);
 		fprintf(fp, "<searches other=\"%lu\" total=\"%lu\"/>\n",
 		    t.other[i], t.searches[i]);
 		fprintf(fp, "</heap>\n");

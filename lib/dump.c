@@ -151,7 +151,8 @@ dump_pool(struct om_buf *o, struct dir_info *d, unsigned long other,
 	    d->cheap_realloc_tries);
 	om_buf_printf(o, "Other pool searches %lu/%lu\n", other, searches);
 	om_buf_printf(o, "Lock acquisitions %lu/%lu, waited %llu ns, "
-	    "biased %lu, revoked %lu\n", d->lock_contended, d->lock_total,
+	    "biased %lu, revoked %lu\n", d->lock_contended,
+	    d->lock_plain + d->lock_biased,
 	    d->lock_wait_ns, d->lock_biased, d->lock_revoked);
 	om_buf_printf(o, "In use %zu\n", d->inuse);
 	om_buf_printf(o, "Guarded %zu\n", d->guarded);

@@ -377,7 +377,8 @@ struct dir_info {
 	 */
 	unsigned long searches_from[OM_MAX_POOLS + 1];
 	unsigned long left_from[OM_MAX_POOLS + 1];
-	unsigned long lock_total, lock_contended;
+	/* Acquisitions: through w (or single-threaded), through the bias. */
+	unsigned long lock_plain, lock_contended;
 	unsigned long long lock_wait_ns;
 	unsigned long lock_biased, lock_revoked;
 
