@@ -321,7 +321,7 @@ om_chunk_alloc(struct dir_info *d, size_t sz, unsigned int bucket, void *f)
 {
 	unsigned int lists = d->chunk_lists[bucket], l;
 	/* One draw: the low bits pick the list, the other 14 the slot. */
-	unsigned int r = om_rword(&d->rng);
+	unsigned int r = d->rnext;
 	struct chunk_info *info;
 	unsigned int start, w, slot, size;
 	uint64_t word;
@@ -339,6 +339,7 @@ om_chunk_alloc(struct dir_info *d, size_t sz, unsigned int bucket, void *f)
 		info = d->chunk_dir[bucket][l];
 	}
 	check_info(d, info);
+	d->rnext = om_rword(&d->rng);
 
 	/* A random start slot, then the next free one, wrapping around. */
 	start = (unsigned int)(((r >> 2) * info->total) >> 14);
@@ -469,7 +470,8 @@ om_chunk_free(struct dir_info *d, struct region_info *r, void *p, int clear,
 		om_junk_chunk(p, info->bucket);
 	}
 
-	i = om_rbyte(&d->rng) & (OM_DELAYED - 1);
+	i = d->rring;
+	d->rring = om_rbyte(&d->rng) & (OM_DELAYED - 1);
 	out = d->delayed[i];
 	d->delayed[i].p = p;
 	d->delayed[i].info = info;

@@ -360,6 +360,13 @@ struct dir_info {
 	unsigned int npending;
 
 	struct om_rng rng;
+	/*
+	 * The next chunk allocation's random word and the next free's ring
+	 * slot, drawn one call ahead: the call then starts from one load
+	 * instead of waiting on the buffer's index and then the buffer.
+	 */
+	uint16_t rnext;
+	uint8_t rring;
 
 	/* Statistics (pool locked). */
 	size_t inuse;			/* bytes handed out */

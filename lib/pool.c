@@ -63,6 +63,8 @@ om_pool_create(unsigned int index, int conceal)
 	    mopts.opt.dump || mopts.opt.chunk_canaries || mopts.opt.freecheck;
 	d->cache_max = conceal ? 0 : (unsigned int)mopts.opt.cache_pages;
 	om_random_seed(&d->rng);
+	d->rnext = om_rword(&d->rng);
+	d->rring = om_rbyte(&d->rng) & (OM_DELAYED - 1);
 	d->mapped = len;
 	if (om_region_table_init(d) != 0) {
 		om_os_unmap(base, len);
