@@ -4,6 +4,7 @@
  */
 #include "unit.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 
 START_TEST(chacha_known_answer)
@@ -53,6 +54,42 @@ START_TEST(chacha_known_answer)
 	ck_assert_uint_eq(r.counter, 1 + sizeof(r.buf) / 64);
 	ck_assert(memcmp(r.key, r.buf, sizeof(r.key)) == 0);
 	ck_assert_uint_eq(r.pos, sizeof(r.key));
+}
+END_TEST
+
+/* Every block of a refill is the block its counter gives on its own
+ * (the first block of a refill started at that counter), whether the
+ * generator computes blocks one at a time or several at once; and a
+ * counter about to wrap moves the nonce on as one block at a time does. */
+START_TEST(blocks_agree)
+{
+	static const uint32_t starts[] = { 1, 1000, UINT32_MAX - 5 };
+	struct om_rng a, b;
+	unsigned int i, j;
+
+	for (i = 0; i < sizeof(starts) / sizeof(starts[0]); i++) {
+		memset(&a, 0, sizeof(a));
+		for (j = 0; j < 8; j++)
+			a.key[j] = 0x01020304u * (j + 1) + i;
+		a.nonce[0] = 7;
+		a.nonce[1] = 8;
+		a.nonce[2] = 9;
+		a.counter = starts[i];
+		b = a;
+		om_random_refill(&a);
+		for (j = 0; j < sizeof(a.buf) / 64; j++) {
+			struct om_rng c = b;
+
+			/* Block j alone: its counter, and the nonce a wrap
+			 * on the way there would have moved. */
+			c.counter = b.counter + j;
+			if (c.counter < b.counter)
+				c.nonce[0]++;
+			om_random_refill(&c);
+			ck_assert_msg(memcmp(c.buf, a.buf + 64 * j, 64) == 0,
+			    "start %u: block %u differs", starts[i], j);
+		}
+	}
 }
 END_TEST
 
@@ -161,6 +198,7 @@ main(void)
 	TCase *t = tcase_create("random");
 
 	tcase_add_test(t, chacha_known_answer);
+	tcase_add_test(t, blocks_agree);
 	tcase_add_test(t, byte_distribution);
 	tcase_add_test(t, bytes_used_once);
 	tcase_add_test(t, word_draws);
