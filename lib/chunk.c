@@ -345,9 +345,15 @@ om_chunk_alloc(struct dir_info *d, size_t sz, unsigned int bucket, void *f)
 	start = (unsigned int)(((r >> 2) * info->total) >> 14);
 	w = start >> 6;
 	word = info->bits[w] & (~0ULL << (start & 63));
-	while (word == 0) {
-		w = (w + 1) & (OM_BITWORDS - 1);
-		word = info->bits[w];
+	if (info->total <= 64) {
+		/* One word: wrapping around is taking it whole, chosen
+		 * without a branch, which would go either way at random. */
+		word |= info->bits[0] & -(uint64_t)(word == 0);
+	} else {
+		while (word == 0) {
+			w = (w + 1) * 64 < info->total ? w + 1 : 0;
+			word = info->bits[w];
+		}
 	}
 	slot = (w << 6) + (unsigned int)__builtin_ctzll(word);
 	OM_ASSERT(d, slot < info->total && info->free > 0);
