@@ -57,9 +57,14 @@ om_mutex_wait(struct om_mutex *m, int owner)
 			return;
 	}
 	__atomic_fetch_add(&m->sleepers, 1, __ATOMIC_SEQ_CST);
-	while (!om_mutex_trylock(m, owner))
-		if ((v = __atomic_load_n(&m->w, __ATOMIC_RELAXED)) != 0)
+	while (!om_mutex_trylock(m, owner)) {
+		if ((v = __atomic_load_n(&m->w, __ATOMIC_RELAXED)) != 0) {
 			om_os_futex_wait(&m->w, v, OM_MUTEX_NAP_NS);
+			/* Running again, woken or not: the next release may
+			 * wake another sleeper. */
+			__atomic_store_n(&m->waking, 0, __ATOMIC_RELAXED);
+		}
+	}
 	__atomic_fetch_sub(&m->sleepers, 1, __ATOMIC_RELAXED);
 }
 

@@ -320,6 +320,7 @@ om_cache_fork_child(void)
 	if (!fork_depot_mine) {
 		depot.mtx.w = 0;
 		depot.mtx.sleepers = 0;
+		depot.mtx.waking = 0;
 	}
 }
 

@@ -176,7 +176,8 @@ om_rword(struct om_rng *r)
  * a lock, so it pays one per acquire and none per release: w is taken with
  * a compare-and-swap and given back with a plain release store.  A
  * contended acquire spins briefly, then sleeps on the futex with a short
- * timeout, counted in `sleepers` so that a release wakes it.  The release
+ * timeout, counted in `sleepers` so that a release wakes it (one at a
+ * time: `waking` says a woken sleeper is on its way).  The release
  * reads `sleepers` without a fence, so a wake-up can be missed in a window
  * of a few instructions; the timeout bounds what that costs (a sleeper
  * retries after OM_MUTEX_NAP_NS), and correctness never depends on it.
@@ -186,6 +187,7 @@ om_rword(struct om_rng *r)
 struct om_mutex {
 	int w;			/* 0 free, else the owner's thread id */
 	int sleepers;		/* threads in futex_wait on w */
+	int waking;		/* a sleeper was woken and has not run yet */
 };
 #define OM_MUTEX_NAP_NS 200000
 
@@ -202,12 +204,18 @@ om_mutex_trylock(struct om_mutex *m, int owner)
 	    __ATOMIC_ACQUIRE, __ATOMIC_RELAXED);
 }
 
+/* Release; wake a sleeper unless one woken before has not run yet: on an
+ * oversubscribed machine a woken thread may wait long for a CPU, and the
+ * holder would otherwise pay a futex_wake for every release meanwhile. */
 OM_INLINE void
 om_mutex_unlock(struct om_mutex *m)
 {
 	__atomic_store_n(&m->w, 0, __ATOMIC_RELEASE);
-	if (OM_UNLIKELY(__atomic_load_n(&m->sleepers, __ATOMIC_RELAXED) != 0))
+	if (OM_UNLIKELY(__atomic_load_n(&m->sleepers, __ATOMIC_RELAXED) != 0) &&
+	    !__atomic_load_n(&m->waking, __ATOMIC_RELAXED)) {
+		__atomic_store_n(&m->waking, 1, __ATOMIC_RELAXED);
 		om_os_futex_wake(&m->w);
+	}
 }
 
 /*

@@ -53,6 +53,7 @@ om_pool_create(unsigned int index, int conceal)
 
 	d->mtx.w = 0;
 	d->mtx.sleepers = 0;
+	d->mtx.waking = 0;
 	d->bias_after = OM_BIAS_FIRST;
 	d->index = index;
 	d->conceal = conceal;
@@ -367,6 +368,7 @@ om_pool_fork_child(void)
 		if (fork_took[i]) {
 			d->mtx.w = 0;
 			d->mtx.sleepers = 0;
+			d->mtx.waking = 0;
 		}
 		/* The threads the biases name do not exist here. */
 		d->bias = 0;
