@@ -27,6 +27,20 @@ static pthread_mutex_t global_mtx = PTHREAD_MUTEX_INITIALIZER;
 		c += d; b ^= c; b = ROTL(b, 7);                              \
 	} while (0)
 
+/* One double round (a column round, then a diagonal one) with the quarter
+ * round Q, on scalars or on vectors of four blocks alike. */
+#define DOUBLE_ROUND(Q, x)                                                   \
+	do {                                                                 \
+		Q(x[0], x[4], x[8], x[12]);                                  \
+		Q(x[1], x[5], x[9], x[13]);                                  \
+		Q(x[2], x[6], x[10], x[14]);                                 \
+		Q(x[3], x[7], x[11], x[15]);                                 \
+		Q(x[0], x[5], x[10], x[15]);                                 \
+		Q(x[1], x[6], x[11], x[12]);                                 \
+		Q(x[2], x[7], x[8], x[13]);                                  \
+		Q(x[3], x[4], x[9], x[14]);                                  \
+	} while (0)
+
 static void
 chacha_block(struct om_rng *r, uint8_t out[64])
 {
@@ -46,16 +60,8 @@ chacha_block(struct om_rng *r, uint8_t out[64])
 	if (r->counter == 0)
 		r->nonce[0]++;
 	memcpy(x, in, sizeof(x));
-	for (i = 0; i < 4; i++) {
-		QR(x[0], x[4], x[8], x[12]);
-		QR(x[1], x[5], x[9], x[13]);
-		QR(x[2], x[6], x[10], x[14]);
-		QR(x[3], x[7], x[11], x[15]);
-		QR(x[0], x[5], x[10], x[15]);
-		QR(x[1], x[6], x[11], x[12]);
-		QR(x[2], x[7], x[8], x[13]);
-		QR(x[3], x[4], x[9], x[14]);
-	}
+	for (i = 0; i < 4; i++)
+		DOUBLE_ROUND(QR, x);
 	for (i = 0; i < 16; i++)
 		x[i] += in[i];
 	memcpy(out, x, 64);
@@ -102,16 +108,8 @@ chacha_block4(struct om_rng *r, uint8_t out[256])
 		in[13 + i] = _mm_set1_epi32((int)r->nonce[i]);
 	r->counter += 4;
 	memcpy(x, in, sizeof(x));
-	for (i = 0; i < 4; i++) {
-		QR4(x[0], x[4], x[8], x[12]);
-		QR4(x[1], x[5], x[9], x[13]);
-		QR4(x[2], x[6], x[10], x[14]);
-		QR4(x[3], x[7], x[11], x[15]);
-		QR4(x[0], x[5], x[10], x[15]);
-		QR4(x[1], x[6], x[11], x[12]);
-		QR4(x[2], x[7], x[8], x[13]);
-		QR4(x[3], x[4], x[9], x[14]);
-	}
+	for (i = 0; i < 4; i++)
+		DOUBLE_ROUND(QR4, x);
 	for (i = 0; i < 16; i += 4) {
 		__m128i a = _mm_add_epi32(x[i], in[i]);
 		__m128i b = _mm_add_epi32(x[i + 1], in[i + 1]);
