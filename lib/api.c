@@ -114,8 +114,9 @@ lock_as(struct dir_info *d, int admin)
 		__atomic_signal_fence(__ATOMIC_SEQ_CST);
 		__atomic_store_n(&d->bias_in, 1, __ATOMIC_RELAXED);
 		__atomic_signal_fence(__ATOMIC_SEQ_CST);
-		if (OM_LIKELY(__atomic_load_n(&d->mtx.w, __ATOMIC_RELAXED) ==
-		    0 && __atomic_load_n(&d->bias, __ATOMIC_RELAXED) == owner)) {
+		if (OM_LIKELY(__atomic_load_n(&d->mtx.w,
+		    __ATOMIC_RELAXED) == 0 && __atomic_load_n(&d->bias,
+		    __ATOMIC_RELAXED) == owner)) {
 			__atomic_signal_fence(__ATOMIC_SEQ_CST);
 			d->lock_biased++;
 			om_pool_check(d);

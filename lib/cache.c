@@ -781,12 +781,13 @@ neighbour(struct dir_info *d, uintptr_t lo, uintptr_t hi, unsigned int *kp)
  * side (pages freed in order, a batch mapped at once), then another
  * random run of k, and so on.  Touching runs of other lengths go too
  * (blocks of growing sizes side by side), without counting against k's
- * count: they save a system call now at the cost of a cache entry.  Runs that touch are joined where their state is the
- * same, and each joined run is offered to the depot as one, or unmapped
- * in one call, once the lock is released: a heap freed in order goes
- * back in a few calls, not one per run.  A joined run's level-1 junk is
- * then checked in its first page only.  Which runs leave does not make
- * reuse predictable: a get still takes a random run of what stays.
+ * count: they save a system call now at the cost of a cache entry.
+ * Runs that touch are joined where their state is the same, and each
+ * joined run is offered to the depot as one, or unmapped in one call,
+ * once the lock is released: a heap freed in order goes back in a few
+ * calls, not one per run.  A joined run's level-1 junk is then checked
+ * in its first page only.  Which runs leave does not make reuse
+ * predictable: a get still takes a random run of what stays.
  */
 static void
 evict(struct dir_info *d, unsigned int k, unsigned int count)

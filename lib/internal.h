@@ -308,7 +308,7 @@ struct dir_info {
 	struct om_mutex mtx;
 	int bias;			/* thread the lock is biased to, or 0 */
 	int bias_in;			/* that thread holds the lock */
-	int bias_who;			/* the only live thread that may have it */
+	int bias_who;			/* only live thread that may have it */
 	int bias_cand;			/* thread that took w last ... */
 	unsigned int bias_run;		/* ... that many times in a row */
 	unsigned int bias_after;	/* run that earns the bias */
