@@ -1,0 +1,49 @@
+#!/usr/bin/env python3
+"""bench/real runs a real program under omalloc and the other allocators
+and prints one table row per program with a cell per allocator.
+
+Usage: check_bench_real.py BENCH_REAL BUILD_DIR
+"""
+
+import re
+import subprocess
+import sys
+
+
+def main():
+    real, build = sys.argv[1], sys.argv[2]
+    res = subprocess.run([sys.executable, real, "--reps", "1",
+                          "--programs", "sort", "--build", build],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         universal_newlines=True, timeout=300)
+    if res.returncode != 0:
+        sys.exit("bench/real failed (%d): %s" % (res.returncode, res.stderr))
+    rows = [l for l in res.stdout.splitlines() if l.startswith("|")]
+    head = [c.strip() for c in rows[0].strip("|").split("|")]
+    if head[:3] != ["program", "omalloc", "glibc"]:
+        sys.exit("unexpected header: %r" % rows[0])
+    body = [r for r in rows[2:]]
+    if len(body) != 1 or not body[0].startswith("| sort |"):
+        sys.exit("expected one row for sort: %r" % body)
+    cells = [c.strip() for c in body[0].strip("|").split("|")][1:]
+    if len(cells) != len(head) - 1:
+        sys.exit("row has %d cells for %d allocators" % (len(cells),
+                                                        len(head) - 1))
+    cell = re.compile(r"^\d+\.\d\d s \d+\.\d\dx, \d+\.\d MiB$")
+    for name, c in zip(head[1:], cells):
+        if not cell.match(c):
+            sys.exit("%s: malformed cell %r" % (name, c))
+    if not cells[1].split(",")[0].endswith(" 1.00x"):
+        sys.exit("glibc's ratio to itself is not 1.00x: %r" % cells[1])
+    # A bad argument is refused with status 2 and nothing run.
+    bad = subprocess.run([sys.executable, real, "--programs", "nosuch",
+                          "--build", build], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, universal_newlines=True)
+    if bad.returncode != 2 or "unknown program" not in bad.stderr:
+        sys.exit("bad argument not refused: %d %r" % (bad.returncode,
+                                                       bad.stderr))
+    print("ok: %s" % body[0])
+
+
+if __name__ == "__main__":
+    main()
