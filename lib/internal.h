@@ -228,9 +228,10 @@ om_mutex_unlock(struct om_mutex *m)
  * thread of the process, then waits for bias_in to drop.  After the
  * barrier either the biased thread's bias_in store is visible, or its
  * later loads see w taken and the bias gone and it falls back to w.  Each
- * revocation costs a system call and inter-processor interrupts, so the
- * run that earns the bias back doubles each time (OM_BIAS_MAX at most):
- * pools that really are shared settle on the plain lock.  bias_in has one
+ * revocation costs a system call and inter-processor interrupts, so a
+ * revocation by a thread that needs the pool doubles the run that earns
+ * the bias back (OM_BIAS_MAX at most): pools that really are shared
+ * settle on the plain lock.  bias_in has one
  * writer: a pool's bias goes to one thread for as long as that thread
  * lives (bias_who), since a thread that lost the bias may still be about
  * to store to bias_in, and would clear another holder's flag.  Without
@@ -239,10 +240,6 @@ om_mutex_unlock(struct om_mutex *m)
 #define OM_BIAS_FIRST	1024u
 #define OM_BIAS_MAX	(1u << 24)
 #define OM_SELF_BIASED	((uint64_t)1 << 63)	/* in om_self: held biased */
-
-int om_os_membarrier_register(void);
-int om_os_membarrier(void);
-int om_os_thread_alive(int tid);
 
 /* ------------------------------------------------------------------ */
 /* The pool (pool.c): struct dir_info, OpenBSD's name for it. */
@@ -612,6 +609,9 @@ void om_os_counts(struct om_os_counts *c);
 void om_os_readonly(void *p, size_t len);
 long om_os_getpid(void);
 int om_os_write(int fd, const void *buf, size_t len);
+int om_os_membarrier_register(void);
+int om_os_membarrier(void);
+int om_os_thread_alive(int tid);
 
 /* ------------------------------------------------------------------ */
 /* Errors and formatting without allocation (error.c). */

@@ -194,17 +194,22 @@ om_os_futex_wake(int *w)
 	errno = saved;
 }
 
+static int
+membarrier_cmd(int cmd)
+{
+	int saved = errno;
+	long rc = syscall(SYS_membarrier, cmd, 0, 0);
+
+	errno = saved;
+	return rc == 0 ? 0 : -1;
+}
+
 /* Ask for the expedited private barrier of the biased pool locks.
  * Returns 0 when the kernel grants it. */
 int
 om_os_membarrier_register(void)
 {
-	int saved = errno;
-	long rc = syscall(SYS_membarrier,
-	    MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0);
-
-	errno = saved;
-	return rc == 0 ? 0 : -1;
+	return membarrier_cmd(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED);
 }
 
 /* A full memory barrier on every CPU running a thread of this process.
@@ -212,12 +217,7 @@ om_os_membarrier_register(void)
 int
 om_os_membarrier(void)
 {
-	int saved = errno;
-	long rc = syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0,
-	    0);
-
-	errno = saved;
-	return rc == 0 ? 0 : -1;
+	return membarrier_cmd(MEMBARRIER_CMD_PRIVATE_EXPEDITED);
 }
 
 /* Whether a thread of this process has that id. */
@@ -226,7 +226,8 @@ om_os_thread_alive(int tid)
 {
 	int saved = errno, alive;
 
-	alive = syscall(SYS_tgkill, getpid(), tid, 0) == 0 || errno != ESRCH;
+	alive = syscall(SYS_tgkill, om_os_getpid(), tid, 0) == 0 ||
+	    errno != ESRCH;
 	errno = saved;
 	return alive;
 }
