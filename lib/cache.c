@@ -12,7 +12,8 @@
  * which keeps chunk pages and a growing heap from costing one mmap each.
  * Evicted runs go to the depot, shared by all pools, or back to the
  * kernel: munmap, not MADV_DONTNEED, so the commit charge drops too; both
- * after the pool lock is released.
+ * after the pool lock is released.  A pool that other threads only give
+ * runs back to, its own threads gone, empties its cache into the depot.
  *
  * Junk: level 1 writes a few words spread over the first page (OpenBSD's
  * sparse junk), level 2 fills everything; both are checked when the pages
@@ -30,6 +31,7 @@
 #define DEPOT_NONE 0xffffu
 #define DEPOT_DECAY 4096	/* takes between halvings of the demand */
 #define EVICT_BATCH 16		/* runs evicted from a full class at once */
+#define IDLE_PUTS 16		/* puts without a get: the pool gives back */
 #define RESERVE_MIN 64		/* pages of a pool's first reserve */
 #define RESERVE_MAX 256		/* and of any later one (1 MiB) */
 /* The level-1 junk words of a page: om_junk_step of a page's words. */
@@ -726,6 +728,7 @@ om_cache_get(struct dir_info *d, size_t npages, int guarded, int *zeroed)
 	unsigned int n, i, j;
 	void *p;
 
+	d->cache_idle = 0;
 	if (k < 0 || (n = d->cache_n[k]) == 0)
 		return map_fresh(d, npages, guarded, zeroed);
 	i = (unsigned int)((om_rbyte(&d->rng) * n) >> 8);
@@ -895,7 +898,17 @@ make_room(struct dir_info *d, unsigned int k, size_t npages)
 	}
 }
 
-/* Take pages back: junk them, cache them, or unmap what does not fit. */
+/*
+ * Take pages back: junk them, cache them, or unmap what does not fit.
+ * A pool whose runs come back only from threads of other pools
+ * (IDLE_PUTS of them, and since then no run taken and none given back by
+ * a thread of its own) has no thread left: threads come and go, and the
+ * blocks of one that left are freed into its pool by the others.  What
+ * it caches would wait for a thread that may never come while the pools
+ * in use map new pages; so each further such put evicts a quarter of the
+ * class to the depot, from which those pools take.  A thread freeing a
+ * batch of its own blocks keeps them in its cache as before.
+ */
 void
 om_cache_put(struct dir_info *d, void *p, size_t npages, int guarded)
 {
@@ -929,6 +942,10 @@ om_cache_put(struct dir_info *d, void *p, size_t npages, int guarded)
 		.noaccess = noaccess };
 
 	add_entry(d, (unsigned int)k, &add);
+	if ((OM_SELF_TID(om_self) & mopts.pool_mask) == d->index)
+		d->cache_idle = 0;
+	else if (++d->cache_idle > IDLE_PUTS)
+		evict(d, (unsigned int)k, quarter(d, (unsigned int)k));
 }
 
 /* Give every cached page back to the kernel; returns the pages freed. */

@@ -344,6 +344,8 @@ struct dir_info {
 	uint16_t cache_room[OM_CACHE_CLASSES];	/* its slots */
 	uint16_t cache_n[OM_CACHE_CLASSES];	/* its runs */
 	unsigned int cache_used;	/* runs */
+	unsigned int cache_idle;	/* runs other pools' threads put since
+					 * the last get or own put */
 	size_t cache_pages;		/* pages held */
 	size_t cache_big_pages;		/* of them in class 0 */
 	size_t cache_big_max;		/* and at most there */

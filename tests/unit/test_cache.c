@@ -73,6 +73,17 @@ own_pages(struct dir_info *d, size_t npages)
 	return p;
 }
 
+/*
+ * Put a run as a pool in use does, one that also takes runs: a pool that
+ * only puts empties its cache into the depot (idle_pool_gives_back).
+ */
+static void
+put_busy(struct dir_info *d, void *p, size_t npages)
+{
+	d->cache_idle = 0;
+	om_cache_put(d, p, npages, 0);
+}
+
 static void
 loop(size_t sz, unsigned int n)
 {
@@ -169,7 +180,7 @@ START_TEST(eviction_unmaps)
 		blk[i] = own_pages(d, 10);
 	om_os_counts(&a);
 	for (i = 0; i < n; i++) {
-		om_cache_put(d, blk[i], 10, 0);
+		put_busy(d, blk[i], 10);
 		ck_assert_uint_le(d->cache_n[10], cap);
 	}
 	/* A full class gives up a quarter of its share at once. */
@@ -216,7 +227,7 @@ START_TEST(classes_share_room)
 	for (i = 0; i < room; i++)
 		blk[i] = own_pages(d, 10);
 	for (i = 0; i < room; i++)
-		om_cache_put(d, blk[i], 10, 0);
+		put_busy(d, blk[i], 10);
 	ck_assert_uint_eq(d->cache_n[10], room);
 	ck_assert_uint_eq(d->cache_pages, (size_t)room * 10);
 	settle(d);
@@ -227,7 +238,7 @@ START_TEST(classes_share_room)
 	d->cache_small_max = d->cache_pages + 2 * 4;
 	apart = own_pages(d, 3 * 5 + 1);
 	for (i = 0; i < 3; i++)
-		om_cache_put(d, apart + (1 + 5 * i) * OM_PAGE_SIZE, 4, 0);
+		put_busy(d, apart + (1 + 5 * i) * OM_PAGE_SIZE, 4);
 	ck_assert_uint_eq(d->cache_n[4], 3);
 	ck_assert_uint_lt(d->cache_n[10], room);
 	ck_assert_uint_ge(d->cache_n[10], room - cap / 4);
@@ -255,13 +266,13 @@ START_TEST(neighbours_leave_together)
 	n = d->cache_big_max / run + 1;
 	base = own_pages(d, n * run);
 	for (i = 0; i + 1 < n; i++)
-		om_cache_put(d, base + i * run * OM_PAGE_SIZE, run, 0);
+		put_busy(d, base + i * run * OM_PAGE_SIZE, run);
 	ck_assert_uint_eq(d->cache_n[0], n - 1);
 	settle(d);
 	depot_before = om_cache_depot_pages();
 	om_os_counts(&a);
 	/* One run more than the class's pages allow. */
-	om_cache_put(d, base + (n - 1) * run * OM_PAGE_SIZE, run, 0);
+	put_busy(d, base + (n - 1) * run * OM_PAGE_SIZE, run);
 	evicted = n - d->cache_n[0];
 	ck_assert_uint_ge(evicted, 8);
 	settle(d);
@@ -299,9 +310,9 @@ START_TEST(neighbours_of_other_lengths)
 	for (i = 0; i < room; i++) {
 		char *g = base + i * group * OM_PAGE_SIZE;
 
-		om_cache_put(d, g, 3, 0);
-		om_cache_put(d, g + 13 * OM_PAGE_SIZE, 5, 0);
-		om_cache_put(d, g + 3 * OM_PAGE_SIZE, 10, 0);
+		put_busy(d, g, 3);
+		put_busy(d, g + 13 * OM_PAGE_SIZE, 5);
+		put_busy(d, g + 3 * OM_PAGE_SIZE, 10);
 	}
 	ck_assert_uint_eq(d->cache_n[10], room);
 	n3 = d->cache_n[3];
@@ -309,7 +320,7 @@ START_TEST(neighbours_of_other_lengths)
 	settle(d);
 	om_os_counts(&a);
 	/* Class 10 is full: one more run evicts a quarter of its share. */
-	om_cache_put(d, base + (room * group + 3) * OM_PAGE_SIZE, 10, 0);
+	put_busy(d, base + (room * group + 3) * OM_PAGE_SIZE, 10);
 	evicted = room + 1 - d->cache_n[10];
 	ck_assert_uint_ge(evicted, 1);
 	ck_assert_uint_le(evicted, quarter_of(d, 10));
@@ -325,6 +336,54 @@ START_TEST(neighbours_of_other_lengths)
 	om_os_counts(&b);
 	/* One call per group at most, not one per run. */
 	ck_assert_uint_le(b.munmap - a.munmap, evicted);
+	om_cache_depot_trim();
+}
+END_TEST
+
+/*
+ * A pool that gets runs back only from threads of other pools (its own
+ * threads left, others free its blocks) keeps 16 of them; each further
+ * put gives a quarter of the class to the depot, where the pools in use
+ * take from, until the cache is empty.  One get makes it a pool in use
+ * again, which keeps what it is given.  The unit pool is outside the
+ * array, so every put here counts as another pool's thread's.  The runs
+ * lie apart, so none leaves with a neighbour.
+ */
+START_TEST(idle_pool_gives_back)
+{
+	struct dir_info *d = unit_pool();
+	unsigned int i, n = 48;
+	size_t before;
+	char *base;
+	void *q;
+	int z;
+
+	if (d->cache_cap[2] < 32)
+		return;
+	om_cache_depot_trim();
+	before = om_cache_depot_pages();
+	base = own_pages(d, 3 * n);
+	for (i = 0; i < 16; i++)
+		om_cache_put(d, base + 3 * i * OM_PAGE_SIZE, 2, 0);
+	ck_assert_uint_eq(d->cache_n[2], 16);
+	ck_assert_uint_eq(d->npending, 0);
+	/* The next puts drain the class. */
+	om_cache_put(d, base + 3 * 16 * OM_PAGE_SIZE, 2, 0);
+	ck_assert_uint_eq(d->cache_n[2], 17 - quarter_of(d, 2));
+	for (i = 17; i < 32; i++)
+		om_cache_put(d, base + 3 * i * OM_PAGE_SIZE, 2, 0);
+	ck_assert_uint_eq(d->cache_n[2], 0);
+	settle(d);
+	ck_assert_uint_eq(om_cache_depot_pages() - before, 32 * 2);
+	/* Taken by a get, from the depot since the cache is empty. */
+	q = om_cache_get(d, 2, 0, &z);
+	ck_assert_ptr_nonnull(q);
+	ck_assert_uint_eq(om_cache_depot_pages() - before, 31 * 2);
+	om_cache_put(d, q, 2, 0);
+	for (i = 33; i < n; i++)
+		om_cache_put(d, base + 3 * i * OM_PAGE_SIZE, 2, 0);
+	ck_assert_uint_eq(d->cache_n[2], 16);
+	settle(d);
 	om_cache_depot_trim();
 }
 END_TEST
@@ -778,6 +837,7 @@ main(void)
 	tcase_add_test(t, junk_helpers);
 	tcase_add_test(t, page_junk_words);
 	tcase_add_test(t, depot_limit);
+	tcase_add_test(t, idle_pool_gives_back);
 	suite_add_tcase(s, t);
 	return unit_main(s);
 }
