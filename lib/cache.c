@@ -32,6 +32,7 @@
 #define DEPOT_DECAY 4096	/* takes between halvings of the demand */
 #define EVICT_BATCH 16		/* runs evicted from a full class at once */
 #define IDLE_PUTS 16		/* puts without a get: the pool gives back */
+#define WARM_MIN 4		/* used runs a get chooses among, at least */
 #define RESERVE_MIN 64		/* pages of a pool's first reserve */
 #define RESERVE_MAX 256		/* and of any later one (1 MiB) */
 /* The level-1 junk words of a page: om_junk_step of a page's words. */
@@ -497,16 +498,28 @@ om_cache_init(struct dir_info *d)
 	return 0;
 }
 
-/* Take slot i of class k out (the last one moves in). */
+/*
+ * A class's runs that were used (freed by the program) come first, then
+ * the fresh ones, never touched, mapped ahead in a batch (see map_fresh).
+ * Take slot i of class k out: the last of its part moves in, and the last
+ * fresh run into the place that leaves.
+ */
 static void
 remove_entry(struct dir_info *d, unsigned int k, unsigned int i)
 {
 	struct om_cache_entry *e = slot(d, k, i);
+	unsigned int n = --d->cache_n[k];
 
 	d->cache_pages -= e->npages;
 	if (k == 0)
 		d->cache_big_pages -= e->npages;
-	*e = *slot(d, k, --d->cache_n[k]);
+	if (i < d->cache_warm[k]) {
+		unsigned int w = --d->cache_warm[k];
+
+		*e = *slot(d, k, w);
+		e = slot(d, k, w);
+	}
+	*e = *slot(d, k, n);
 	d->cache_used--;
 }
 
@@ -564,11 +577,20 @@ take_out(struct dir_info *d, unsigned int k, unsigned int i)
 	return e;
 }
 
-/* Append a run to its class (which has room). */
+/* Add a run to its class (which has room): a used one at the end of the
+ * used runs, the first fresh one moving to the end. */
 static void
 add_entry(struct dir_info *d, unsigned int k, const struct om_cache_entry *e)
 {
-	*slot(d, k, d->cache_n[k]++) = *e;
+	unsigned int n = d->cache_n[k]++;
+
+	if (!e->fresh) {
+		unsigned int w = d->cache_warm[k]++;
+
+		*slot(d, k, n) = *slot(d, k, w);
+		n = w;
+	}
+	*slot(d, k, n) = *e;
 	d->cache_used++;
 	d->cache_pages += e->npages;
 	if (k == 0)
@@ -719,7 +741,11 @@ map_fresh(struct dir_info *d, size_t npages, int guarded, int *zeroed)
  * for pages that come from the cache).  *zeroed tells whether they are
  * known to be zero.  NULL when the kernel has no memory.  A run of the
  * exact length is taken at random from its class, so that the order of
- * reuse cannot be predicted; runs are never split.
+ * reuse cannot be predicted; runs are never split.  The runs the program
+ * used before go first, as long as there are at least WARM_MIN of them
+ * to choose from: the fresh runs a batch mapped ahead are then not
+ * touched one by one, each becoming resident, for a loop that needs a
+ * few pages.
  */
 void *
 om_cache_get(struct dir_info *d, size_t npages, int guarded, int *zeroed)
@@ -729,21 +755,28 @@ om_cache_get(struct dir_info *d, size_t npages, int guarded, int *zeroed)
 	void *p;
 
 	d->cache_idle = 0;
-	if (k < 0 || (n = d->cache_n[k]) == 0)
+	if (k < 0 || d->cache_n[k] == 0)
 		return map_fresh(d, npages, guarded, zeroed);
-	i = (unsigned int)((om_rbyte(&d->rng) * n) >> 8);
-	for (j = 0; j < n; j++, i = i + 1 < n ? i + 1 : 0) {
-		struct om_cache_entry *e = slot(d, (unsigned int)k, i);
+	/* Used runs, when there are enough to choose from at random; else,
+	 * or if none of them fits (guarded or not), any run. */
+	n = d->cache_warm[k] >= WARM_MIN ? d->cache_warm[k] : d->cache_n[k];
+	for (;;) {
+		i = (unsigned int)((om_rbyte(&d->rng) * n) >> 8);
+		for (j = 0; j < n; j++, i = i + 1 < n ? i + 1 : 0) {
+			struct om_cache_entry *e = slot(d, (unsigned int)k, i);
 
-		if (e->npages != npages || e->guarded != guarded)
-			continue;
-		p = reuse(d, e, zeroed);
-		if (p == NULL)
-			break;
-		remove_entry(d, (unsigned int)k, i);
-		return p;
+			if (e->npages != npages || e->guarded != guarded)
+				continue;
+			p = reuse(d, e, zeroed);
+			if (p == NULL)
+				return map_fresh(d, npages, guarded, zeroed);
+			remove_entry(d, (unsigned int)k, i);
+			return p;
+		}
+		if (n == d->cache_n[k])
+			return map_fresh(d, npages, guarded, zeroed);
+		n = d->cache_n[k];
 	}
-	return map_fresh(d, npages, guarded, zeroed);
 }
 
 /* Whether run b starts where run a ends and can become one run with it:

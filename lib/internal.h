@@ -343,6 +343,7 @@ struct dir_info {
 	uint16_t cache_cap[OM_CACHE_CLASSES];	/* its share of the runs */
 	uint16_t cache_room[OM_CACHE_CLASSES];	/* its slots */
 	uint16_t cache_n[OM_CACHE_CLASSES];	/* its runs */
+	uint16_t cache_warm[OM_CACHE_CLASSES];	/* of them used, first */
 	unsigned int cache_used;	/* runs */
 	unsigned int cache_idle;	/* runs other pools' threads put since
 					 * the last get or own put */

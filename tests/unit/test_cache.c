@@ -341,6 +341,55 @@ START_TEST(neighbours_of_other_lengths)
 END_TEST
 
 /*
+ * A get takes one of the runs the program used before, at random, while
+ * there are at least four of them: a malloc/free loop of one page keeps
+ * four pages resident, not the sixteen its first miss mapped ahead (each
+ * a page of resident memory once handed out).  Each of the four still
+ * comes back about a quarter of the time, so reuse stays unpredictable.
+ */
+START_TEST(used_runs_first)
+{
+	struct dir_info *d = unit_pool();
+	unsigned char vec[16];
+	unsigned int i, j, resident = 0, seen[4] = { 0 }, nseen = 0;
+	char *base, *used[4], *q;
+	int z;
+
+	if (d->cache_cap[1] < 16)
+		return;
+	om_cache_depot_trim();
+	base = om_cache_get(d, 1, 0, &z);
+	ck_assert_ptr_nonnull(base);
+	ck_assert_uint_eq(d->cache_n[1], 15);
+	ck_assert_uint_eq(d->cache_warm[1], 0);
+	memset(base, 1, OM_PAGE_SIZE);
+	om_cache_put(d, base, 1, 0);
+	ck_assert_uint_eq(d->cache_warm[1], 1);
+	for (i = 0; i < 2000; i++) {
+		q = om_cache_get(d, 1, 0, &z);
+		ck_assert(q >= base && q < base + 16 * OM_PAGE_SIZE);
+		memset(q, 2, 64);
+		for (j = 0; j < nseen && used[j] != q; j++)
+			;
+		if (j == nseen) {
+			ck_assert_uint_lt(nseen, 4);
+			used[nseen++] = q;
+		}
+		seen[j]++;
+		om_cache_put(d, q, 1, 0);
+	}
+	ck_assert_uint_eq(nseen, 4);
+	ck_assert_uint_eq(d->cache_warm[1], 4);
+	for (j = 0; j < 4; j++)
+		ck_assert_uint_gt(seen[j], 300);
+	ck_assert_int_eq(mincore(base, 16 * OM_PAGE_SIZE, vec), 0);
+	for (i = 0; i < 16; i++)
+		resident += vec[i] & 1;
+	ck_assert_uint_eq(resident, 4);
+}
+END_TEST
+
+/*
  * A pool that gets runs back only from threads of other pools (its own
  * threads left, others free its blocks) keeps 16 of them; each further
  * put gives a quarter of the class to the depot, where the pools in use
@@ -838,6 +887,7 @@ main(void)
 	tcase_add_test(t, page_junk_words);
 	tcase_add_test(t, depot_limit);
 	tcase_add_test(t, idle_pool_gives_back);
+	tcase_add_test(t, used_runs_first);
 	suite_add_tcase(s, t);
 	return unit_main(s);
 }
