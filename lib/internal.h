@@ -231,7 +231,9 @@ om_mutex_unlock(struct om_mutex *m)
  * revocation costs a system call and inter-processor interrupts, so a
  * revocation by a thread that needs the pool doubles the run that earns
  * the bias back (OM_BIAS_MAX at most): pools that really are shared
- * settle on the plain lock.  bias_in has one
+ * settle on the plain lock.  The bias of a thread that has exited is
+ * taken back with neither: threads come and go, and the next one to run
+ * alone in the pool earns the bias as the first did.  bias_in has one
  * writer: a pool's bias goes to one thread for as long as that thread
  * lives (bias_who), since a thread that lost the bias may still be about
  * to store to bias_in, and would clear another holder's flag.  Without

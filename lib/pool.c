@@ -173,6 +173,18 @@ barrier_all(void)
 int
 om_pool_bias_revoke(struct dir_info *d, int spins, int backoff)
 {
+	if (!om_os_thread_alive(d->bias)) {
+		/* Its thread has exited, and so left every pool: there is
+		 * nothing to wait for, and the pool was not shared with it.
+		 * Whoever runs it long enough now may have the bias. */
+		__atomic_store_n(&d->bias, 0, __ATOMIC_RELAXED);
+		d->bias_in = 0;
+		d->bias_who = 0;
+		d->bias_run = 0;
+		d->bias_after = OM_BIAS_FIRST;
+		d->lock_revoked++;
+		return 0;
+	}
 	bias_clear(d, backoff);
 	barrier_all();
 	return bias_wait(d, spins);

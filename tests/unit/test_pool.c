@@ -423,6 +423,45 @@ START_TEST(bias_grant_revoke)
 }
 END_TEST
 
+/* The bias of a thread that has exited goes back at the next lock by
+ * another thread, and the next bias costs the first run again: the pool
+ * was that thread's alone, not shared. */
+START_TEST(bias_of_exited_thread)
+{
+	struct bias_run b = { 0 };
+	pthread_t t;
+	unsigned long revoked;
+	int rc, i;
+
+	unit_init();
+	if (!membarrier_works())
+		return;
+	rc = pthread_create(&t, NULL, earn_bias, &b);
+	ck_assert_int_eq(rc, 0);
+	while (!__atomic_load_n(&b.ready, __ATOMIC_ACQUIRE))
+		usleep(1000);
+	ck_assert(b.biased);
+	__atomic_store_n(&b.go, 1, __ATOMIC_RELEASE);
+	ck_assert_int_eq(pthread_join(t, NULL), 0);
+	/* With one pool, this thread's own allocations (in the join, say)
+	 * take the bias back first. */
+	if (mopts.pools[syscall(SYS_gettid) & mopts.pool_mask] == b.d)
+		return;
+	/* Gone from the kernel too, not only joined. */
+	for (i = 0; i < 1000 && om_os_thread_alive((int)b.tid); i++)
+		usleep(1000);
+	ck_assert(!om_os_thread_alive((int)b.tid));
+	ck_assert_int_eq(b.d->bias, (int)b.tid);
+	revoked = b.d->lock_revoked;
+	free(b.keep);
+	ck_assert_int_eq(b.d->bias, 0);
+	ck_assert_int_eq(b.d->bias_in, 0);
+	ck_assert_int_eq(b.d->bias_who, 0);
+	ck_assert_uint_eq(b.d->lock_revoked, revoked + 1);
+	ck_assert_uint_eq(b.d->bias_after, OM_BIAS_FIRST);
+}
+END_TEST
+
 /* Earn the bias, wait; earn it again, wait. */
 struct bias_phases {
 	struct dir_info *d;
@@ -737,6 +776,7 @@ main(void)
 	tcase_add_test(t, fork_hooks_lock_all);
 	tcase_add_test(t, fork_while_threads_allocate);
 	tcase_add_test(t, bias_grant_revoke);
+	tcase_add_test(t, bias_of_exited_thread);
 	tcase_add_test(t, bias_after_dumps);
 	tcase_add_test(t, bias_exclusion);
 	tcase_add_test(t, bias_revoke_excludes);
