@@ -521,9 +521,9 @@ again:
 			unlock(d);
 			return p;
 		}
-	} else if (om_region_realloc(d, r, p, sz) != NULL) {
+	} else if ((q = om_region_realloc(d, r, p, sz)) != NULL) {
 		unlock(d);
-		return p;
+		return q;
 	}
 	oldsz = recorded_size(d, r, p);
 	q = move(d, p, oldsz, sz, 0, f, d->conceal ? oldsz : 0);

@@ -605,7 +605,7 @@ struct om_os_counts {
 };
 
 void *om_os_map(size_t len, int conceal);
-void *om_os_map_at(void *hint, size_t len, int conceal);
+void *om_os_remap(void *p, size_t oldlen, size_t newlen);
 void om_os_unmap(void *p, size_t len);
 int om_os_protect(void *p, size_t len, int access);
 int om_os_guard(void *p, size_t len);

@@ -1,5 +1,5 @@
 /*
- * os.c - the only caller of mmap, munmap, mprotect and madvise.
+ * os.c - the only caller of mmap, mremap, munmap, mprotect and madvise.
  *
  * Every function here leaves errno as it found it: the allocator sets
  * ENOMEM itself when an allocation fails, and a successful malloc must not
@@ -19,9 +19,6 @@
 #ifndef MADV_GUARD_INSTALL
 #define MADV_GUARD_INSTALL 102
 #define MADV_GUARD_REMOVE 103
-#endif
-#ifndef MAP_FIXED_NOREPLACE
-#define MAP_FIXED_NOREPLACE 0x100000
 #endif
 
 static struct om_os_counts counts;
@@ -85,18 +82,25 @@ om_os_map(size_t len, int conceal)
 	return map(NULL, len, 0, conceal);
 }
 
-/* Map exactly at hint, never over an existing mapping; NULL otherwise. */
+/*
+ * Grow the mapping [p, p+oldlen) to newlen bytes: in place when the pages
+ * behind it are free, else moved elsewhere by the kernel, which moves the
+ * page tables and copies nothing; the old range is then unmapped.  The
+ * new pages are zero.  Returns the mapping's address, NULL on failure (p
+ * untouched).  Counted with mmap.
+ */
 void *
-om_os_map_at(void *hint, size_t len, int conceal)
+om_os_remap(void *p, size_t oldlen, size_t newlen)
 {
-	void *p = map(hint, len, MAP_FIXED_NOREPLACE, conceal);
+	int saved = errno;
+	void *q;
 
-	if (p != NULL && p != hint) {
-		/* An old kernel ignored the flag and used the hint loosely. */
-		om_os_unmap(p, len);
+	if (fault())
 		return NULL;
-	}
-	return p;
+	COUNT(mmap);
+	q = mremap(p, oldlen, newlen, MREMAP_MAYMOVE);
+	errno = saved;
+	return q == MAP_FAILED ? NULL : q;
 }
 
 void

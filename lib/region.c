@@ -71,7 +71,7 @@ hint_set(struct dir_info *d, uintptr_t page)
 	    (uint16_t)(d->index + 1), __ATOMIC_RELAXED);
 }
 
-static void
+static struct region_info *
 place(struct dir_info *d, uintptr_t key, uintptr_t size, void *f)
 {
 	size_t mask = d->regions_total - 1;
@@ -85,6 +85,7 @@ place(struct dir_info *d, uintptr_t key, uintptr_t size, void *f)
 	d->r[i].size = size;
 	d->r[i].f = f;
 	d->regions_free--;
+	return &d->r[i];
 }
 
 static int
@@ -326,10 +327,29 @@ om_region_free(struct dir_info *d, struct region_info *r, void *p, int clear,
 	om_cache_put(d, page, (datalen + guard) >> OM_PAGE_SHIFT, guard != 0);
 }
 
+/* The entry of a region the kernel moved to page: taken out and put back
+ * under its new key.  The slot it leaves keeps the table within its load
+ * (see om_region_insert), so this never grows it. */
+static struct region_info *
+rekey(struct dir_info *d, struct region_info *r, uintptr_t page)
+{
+	uintptr_t key = page | (r->p & OM_PAGE_MASK), size = r->size;
+	void *f = r->f;
+
+	om_region_delete(d, r);
+	d->inserts++;
+	r = place(d, key, size, f);
+	hint_set(d, page);
+	return r;
+}
+
 /*
- * Resize a region in place when possible: the same pages, fewer pages (the
- * tail goes to the cache), or more pages mapped right behind it.  Returns
- * p when done, NULL when the caller must move the block.  Below 64 KiB a
+ * Resize a region without copying it when possible: the same pages, fewer
+ * pages (the tail goes to the cache), or more pages, mapped right behind
+ * it or, when those are taken, with the block moved by the kernel
+ * (mremap moves page tables, not bytes, and unmaps the old range, so a
+ * stale pointer to it faults).  Returns the block, p or where it moved,
+ * when done, NULL when the caller must move it by copying.  Below 64 KiB a
  * region only keeps its page count: growing would cost a system call and
  * page faults where cached pages cost a copy, and shrinking would leave a
  * tail of a length nobody asked for in the cache, where the freed block's
@@ -340,7 +360,7 @@ void *
 om_region_realloc(struct dir_info *d, struct region_info *r, void *p,
     size_t newsz)
 {
-	char *page = (char *)OM_REGION_PAGE(r);
+	char *page = (char *)OM_REGION_PAGE(r), *q;
 	size_t off = OM_REGION_OFFSET(r);
 	size_t oldlen = REGION_LEN(r), newlen;
 
@@ -368,9 +388,12 @@ om_region_realloc(struct dir_info *d, struct region_info *r, void *p,
 		if (mopts.guard || oldlen < REALLOC_INPLACE_MIN)
 			return NULL;
 		d->cheap_realloc_tries++;
-		if (om_os_map_at(page + oldlen, newlen - oldlen, d->conceal) ==
-		    NULL)
+		if ((q = om_os_remap(page, oldlen, newlen)) == NULL)
 			return NULL;
+		if (q != page) {
+			r = rekey(d, r, (uintptr_t)q);
+			p = page = q;
+		}
 		d->mapped += newlen - oldlen;
 		d->inuse += newlen - oldlen;
 		d->cheap_reallocs++;

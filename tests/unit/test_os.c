@@ -79,20 +79,45 @@ START_TEST(map_unmap)
 }
 END_TEST
 
-START_TEST(map_at)
+/* A mapping grows in place when the pages behind it are free, else it
+ * moves with its contents, the old range unmapped; the new pages are zero
+ * and the call counts as an mmap. */
+START_TEST(remap)
 {
-	char *p = om_os_map(4 * OM_PAGE_SIZE, 0), *q;
+	char *p = om_os_map(4 * OM_PAGE_SIZE, 0), *q, *r;
+	struct om_os_counts a, b;
 
 	ck_assert_ptr_nonnull(p);
-	/* Make a hole, then ask for exactly it. */
+	/* A hole behind the first two pages: they grow into it. */
 	om_os_unmap(p + 2 * OM_PAGE_SIZE, 2 * OM_PAGE_SIZE);
-	q = om_os_map_at(p + 2 * OM_PAGE_SIZE, 2 * OM_PAGE_SIZE, 0);
-	ck_assert_ptr_eq(q, p + 2 * OM_PAGE_SIZE);
-	/* An occupied range is refused and left as it was. */
-	p[0] = 'k';
-	ck_assert_ptr_null(om_os_map_at(p, OM_PAGE_SIZE, 0));
-	ck_assert_int_eq(p[0], 'k');
-	om_os_unmap(p, 4 * OM_PAGE_SIZE);
+	p[0] = 'a';
+	om_os_counts(&a);
+	q = om_os_remap(p, 2 * OM_PAGE_SIZE, 4 * OM_PAGE_SIZE);
+	om_os_counts(&b);
+	ck_assert_uint_eq(b.mmap, a.mmap + 1);
+	ck_assert_ptr_eq(q, p);
+	ck_assert_int_eq(q[0], 'a');
+	ck_assert_int_eq(q[3 * OM_PAGE_SIZE], 0);
+	/* Pages behind taken: it moves, and the old range is gone. */
+	r = mmap(p + 4 * OM_PAGE_SIZE, OM_PAGE_SIZE, PROT_READ,
+	    MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+	if (r != p + 4 * OM_PAGE_SIZE) {
+		/* Something else lives there already: taken all the same. */
+		if (r != MAP_FAILED)
+			munmap(r, OM_PAGE_SIZE);
+		r = NULL;
+	}
+	q[4 * OM_PAGE_SIZE - 1] = 'z';
+	q = om_os_remap(p, 4 * OM_PAGE_SIZE, 8 * OM_PAGE_SIZE);
+	ck_assert_ptr_nonnull(q);
+	ck_assert_ptr_ne(q, p);
+	ck_assert_int_eq(q[0], 'a');
+	ck_assert_int_eq(q[4 * OM_PAGE_SIZE - 1], 'z');
+	ck_assert_int_eq(q[7 * OM_PAGE_SIZE], 0);
+	ck_assert(!mapped(p));
+	om_os_unmap(q, 8 * OM_PAGE_SIZE);
+	if (r != NULL)
+		munmap(r, OM_PAGE_SIZE);
 }
 END_TEST
 
@@ -205,7 +230,7 @@ START_TEST(errno_untouched)
 	/* Failing calls too. */
 	ck_assert_ptr_null(om_os_map((size_t)1 << 62, 0));
 	ck_assert_int_eq(errno, SENTINEL);
-	ck_assert_ptr_null(om_os_map_at(p, OM_PAGE_SIZE, 0));
+	ck_assert_ptr_null(om_os_remap(p, OM_PAGE_SIZE, (size_t)1 << 62));
 	ck_assert_int_eq(errno, SENTINEL);
 	ck_assert_int_ne(om_os_protect((void *)1, OM_PAGE_SIZE, 0), 0);
 	ck_assert_int_eq(errno, SENTINEL);
@@ -280,7 +305,7 @@ main(void)
 	TCase *t = tcase_create("os");
 
 	tcase_add_test(t, map_unmap);
-	tcase_add_test(t, map_at);
+	tcase_add_test(t, remap);
 	tcase_add_test(t, protect);
 	tcase_add_test(t, guard);
 	tcase_add_test(t, readonly);
