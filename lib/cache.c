@@ -521,6 +521,8 @@ remove_entry(struct dir_info *d, unsigned int k, unsigned int i)
 	}
 	*e = *slot(d, k, n);
 	d->cache_used--;
+	if (n == 0)
+		d->cache_classes &= ~((uint64_t)1 << k);
 }
 
 static void
@@ -591,6 +593,7 @@ add_entry(struct dir_info *d, unsigned int k, const struct om_cache_entry *e)
 		n = w;
 	}
 	*slot(d, k, n) = *e;
+	d->cache_classes |= (uint64_t)1 << k;
 	d->cache_used++;
 	d->cache_pages += e->npages;
 	if (k == 0)
@@ -796,8 +799,11 @@ static int
 neighbour(struct dir_info *d, uintptr_t lo, uintptr_t hi, unsigned int *kp)
 {
 	unsigned int k, j;
+	uint64_t m;
 
-	for (k = 0; k < OM_CACHE_CLASSES; k++) {
+	/* The classes that hold runs: most are empty. */
+	for (m = d->cache_classes; m != 0; m &= m - 1) {
+		k = (unsigned int)__builtin_ctzll(m);
 		for (j = 0; j < d->cache_n[k]; j++) {
 			const struct om_cache_entry *e = slot(d, k, j);
 

@@ -75,6 +75,7 @@ _Static_assert((OM_MAX_POOLS & (OM_MAX_POOLS - 1)) == 0,
 _Static_assert(OM_DEFAULT_POOLS <= OM_MAX_POOLS, "pools > max_pools");
 _Static_assert(OM_MAX_POOLS <= 256, "the pool index must fit a byte");
 _Static_assert((OM_DELAYED & (OM_DELAYED - 1)) == 0, "ring not 2^n");
+_Static_assert(OM_CACHE_CLASSES <= 64, "cache_classes is one word");
 
 /* Checked arithmetic: every sum and product of sizes goes through here. */
 OM_INLINE int
@@ -346,6 +347,7 @@ struct dir_info {
 	uint16_t cache_room[OM_CACHE_CLASSES];	/* its slots */
 	uint16_t cache_n[OM_CACHE_CLASSES];	/* its runs */
 	uint16_t cache_warm[OM_CACHE_CLASSES];	/* of them used, first */
+	uint64_t cache_classes;		/* bit k: class k holds runs */
 	unsigned int cache_used;	/* runs */
 	unsigned int cache_idle;	/* runs other pools' threads put since
 					 * the last get or own put */
