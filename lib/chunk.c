@@ -220,9 +220,14 @@ make_chunks(struct dir_info *d, unsigned int bucket)
 		/* malloc(0) objects: any access faults. */
 		if (om_os_protect(page, OM_PAGE_SIZE, 0) != 0)
 			goto fail_page;
-	} else if (d->junk) {
+	} else if (d->junk && (mopts.junk_validate_full || total > 32)) {
 		/* Every slot starts as junk, so reuse validation holds. */
 		memset(page, OM_JUNK_FREE, OM_PAGE_SIZE);
+	} else if (d->junk) {
+		/* Slots of 128 bytes and more: only the words reuse checks. */
+		for (w = 0; w < total; w++)
+			om_junk_chunk((char *)page + w * om_bucket_size[bucket],
+			    bucket);
 	}
 	memset(info, 0, sizeof(*info));
 	info->page = (uintptr_t)page;

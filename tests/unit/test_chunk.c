@@ -373,6 +373,46 @@ START_TEST(junk_words)
 }
 END_TEST
 
+/*
+ * A new chunk page starts with every slot junked, so that the check at
+ * reuse holds for slots never handed out.  At level 1 a page of slots of
+ * 128 bytes or more gets just the words that check reads (a fresh page's
+ * other bytes stay zero); smaller slots, and J2 and F, get the whole page.
+ */
+START_TEST(new_page_junk)
+{
+	static const size_t sizes[] = { 64, 128, 512, 2048 };
+	unsigned int k, i, j;
+
+	if (unit_pool()->junk == 0)
+		return;
+	om_cache_depot_trim();
+	for (k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
+		struct dir_info *d = unit_pool();
+		size_t size = sizes[k], words = size / 8;
+		unsigned int b = om_bucket_of(size);
+		unsigned int total = mopts.bucket_total[b];
+		char *p = chunk_get(d, size), *page;
+		int sparse = !mopts.junk_validate_full && total <= 32;
+
+		ck_assert_ptr_nonnull(p);
+		page = (char *)((uintptr_t)p & ~(uintptr_t)OM_PAGE_MASK);
+		for (i = 0; i < total; i++) {
+			const uint64_t *s = (const uint64_t *)(const void *)
+			    (page + i * size);
+			unsigned int junk = 0;
+
+			if ((char *)s == p)
+				continue;
+			ck_assert(om_junk_chunk_ok(s, b));
+			for (j = 0; j < words; j++)
+				junk += s[j] == OM_JUNK_FREE64;
+			ck_assert_uint_eq(junk, sparse ? 4 : words);
+		}
+	}
+}
+END_TEST
+
 static void
 do_overrun(void *arg)
 {
@@ -546,6 +586,7 @@ main(void)
 	tcase_add_test(t, double_free);
 	tcase_add_test(t, write_after_free);
 	tcase_add_test(t, junk_words);
+	tcase_add_test(t, new_page_junk);
 	tcase_add_test(t, canary);
 	tcase_add_test(t, info_canary);
 	tcase_add_test(t, malloc_zero);
