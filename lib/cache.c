@@ -740,6 +740,32 @@ map_fresh(struct dir_info *d, size_t npages, int guarded, int *zeroed)
 }
 
 /*
+ * Take a run of class k, among its first n slots, that has npages pages,
+ * the guard asked for and a start with no bit of mask set: from a random
+ * slot on, so that the order of reuse cannot be predicted.  Made usable
+ * (see reuse); NULL if none fits or it could not be made usable.
+ */
+static void *
+take_fitting(struct dir_info *d, unsigned int k, unsigned int n,
+    size_t npages, int guarded, uintptr_t mask, int *zeroed)
+{
+	unsigned int i = (unsigned int)((om_rbyte(&d->rng) * n) >> 8), j;
+
+	for (j = 0; j < n; j++, i = i + 1 < n ? i + 1 : 0) {
+		struct om_cache_entry *e = slot(d, k, i);
+		void *p;
+
+		if (e->npages != npages || e->guarded != guarded ||
+		    (e->p & mask) != 0)
+			continue;
+		if ((p = reuse(d, e, zeroed)) != NULL)
+			remove_entry(d, k, i);
+		return p;
+	}
+	return NULL;
+}
+
+/*
  * npages pages (the last one a guard page if guarded, already installed
  * for pages that come from the cache).  *zeroed tells whether they are
  * known to be zero.  NULL when the kernel has no memory.  A run of the
@@ -754,7 +780,7 @@ void *
 om_cache_get(struct dir_info *d, size_t npages, int guarded, int *zeroed)
 {
 	int k = class_of(npages);
-	unsigned int n, i, j;
+	unsigned int w;
 	void *p;
 
 	d->cache_idle = 0;
@@ -762,24 +788,33 @@ om_cache_get(struct dir_info *d, size_t npages, int guarded, int *zeroed)
 		return map_fresh(d, npages, guarded, zeroed);
 	/* Used runs, when there are enough to choose from at random; else,
 	 * or if none of them fits (guarded or not), any run. */
-	n = d->cache_warm[k] >= WARM_MIN ? d->cache_warm[k] : d->cache_n[k];
-	for (;;) {
-		i = (unsigned int)((om_rbyte(&d->rng) * n) >> 8);
-		for (j = 0; j < n; j++, i = i + 1 < n ? i + 1 : 0) {
-			struct om_cache_entry *e = slot(d, (unsigned int)k, i);
+	w = d->cache_warm[k];
+	if (w >= WARM_MIN && (p = take_fitting(d, (unsigned int)k, w, npages,
+	    guarded, 0, zeroed)) != NULL)
+		return p;
+	if ((p = take_fitting(d, (unsigned int)k, d->cache_n[k], npages,
+	    guarded, 0, zeroed)) != NULL)
+		return p;
+	return map_fresh(d, npages, guarded, zeroed);
+}
 
-			if (e->npages != npages || e->guarded != guarded)
-				continue;
-			p = reuse(d, e, zeroed);
-			if (p == NULL)
-				return map_fresh(d, npages, guarded, zeroed);
-			remove_entry(d, (unsigned int)k, i);
-			return p;
-		}
-		if (n == d->cache_n[k])
-			return map_fresh(d, npages, guarded, zeroed);
-		n = d->cache_n[k];
-	}
+/*
+ * A cached run of npages that starts on a multiple of align (a power of
+ * two, more than a page), taken at random among those that do: an aligned
+ * block freed and asked for again comes back without a system call.  NULL
+ * if there is none; the caller maps one.
+ */
+void *
+om_cache_get_aligned(struct dir_info *d, size_t npages, int guarded,
+    size_t align, int *zeroed)
+{
+	int k = class_of(npages);
+
+	d->cache_idle = 0;
+	if (k < 0 || d->cache_n[k] == 0)
+		return NULL;
+	return take_fitting(d, (unsigned int)k, d->cache_n[k], npages, guarded,
+	    (uintptr_t)align - 1, zeroed);
 }
 
 /* Whether run b starts where run a ends and can become one run with it:

@@ -536,6 +536,8 @@ void *om_region_realloc(struct dir_info *d, struct region_info *r, void *p,
 int om_cache_init(struct dir_info *d);
 void *om_cache_get(struct dir_info *d, size_t npages, int guarded,
     int *zeroed);
+void *om_cache_get_aligned(struct dir_info *d, size_t npages, int guarded,
+    size_t align, int *zeroed);
 void om_cache_put(struct dir_info *d, void *p, size_t npages, int guarded);
 size_t om_cache_trim(struct dir_info *d);
 size_t om_cache_depot_pages(void);

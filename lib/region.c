@@ -257,16 +257,18 @@ om_region_alloc(struct dir_info *d, size_t sz, size_t align, int zero,
 	if (om_add(datalen, guard, &len))
 		return NULL;
 	if (align > OM_PAGE_SIZE) {
-		p = map_aligned(d, len, align);
-		zeroed = 1;
-		if (p != NULL)
+		p = om_cache_get_aligned(d, len >> OM_PAGE_SHIFT, guard != 0,
+		    align, &zeroed);
+		if (p == NULL && (p = map_aligned(d, len, align)) != NULL) {
+			zeroed = 1;
 			d->mapped += len;
+		}
 	} else
 		p = om_cache_get(d, len >> OM_PAGE_SHIFT, guard != 0, &zeroed);
 	if (p == NULL)
 		return NULL;
-	if (guard && (align > OM_PAGE_SIZE || zeroed) &&
-	    om_os_guard(p + datalen, guard) != 0) {
+	/* Fresh pages have no guard yet; cached ones kept theirs. */
+	if (guard && zeroed && om_os_guard(p + datalen, guard) != 0) {
 		om_os_unmap(p, len);
 		d->mapped -= len;
 		return NULL;

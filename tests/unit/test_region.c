@@ -239,6 +239,51 @@ START_TEST(alignments)
 }
 END_TEST
 
+/*
+ * A block aligned beyond a page, freed and asked for again, comes back
+ * from the cache without a system call; a cached run of that length that
+ * is not so aligned is never taken for it.  With G the guard page stays.
+ */
+START_TEST(aligned_reuse)
+{
+	struct dir_info *d = unit_pool();
+	size_t align = (size_t)64 << 10, sz = (size_t)64 << 10;
+	size_t len = sz + mopts.guard;
+	struct om_os_counts a, b;
+	char *p, *q, *odd;
+	unsigned int i;
+
+	if (d->cache_max == 0)
+		return;
+	/* A run of the same length, cached first, starting off alignment. */
+	odd = om_os_map(len + OM_PAGE_SIZE + align, 0);
+	ck_assert_ptr_nonnull(odd);
+	d->mapped += len + OM_PAGE_SIZE + align;
+	odd = (char *)(((uintptr_t)odd + align - 1) & ~(uintptr_t)(align - 1))
+	    + OM_PAGE_SIZE;
+	if (mopts.guard)
+		ck_assert_int_eq(om_os_guard(odd + sz, mopts.guard), 0);
+	om_cache_put(d, odd, len / OM_PAGE_SIZE, mopts.guard != 0);
+	p = om_region_alloc(d, sz, align, 0, NULL);
+	ck_assert_ptr_nonnull(p);
+	ck_assert_uint_eq((uintptr_t)p % align, 0);
+	ck_assert_ptr_ne(p, odd);
+	om_region_free(d, om_region_find(d, p), p, 0, 0);
+	for (i = 0; i < 10; i++) {
+		om_os_counts(&a);
+		q = om_region_alloc(d, sz, align, 0, NULL);
+		om_os_counts(&b);
+		ck_assert_ptr_eq(q, p);
+		ck_assert_uint_eq(b.mmap, a.mmap);
+		ck_assert_uint_eq(b.munmap, a.munmap);
+		ck_assert_uint_eq(b.madvise + b.mprotect,
+		    a.madvise + a.mprotect + (mopts.opt.freeunmap ? 1 : 0));
+		memset(q, 3, sz);
+		om_region_free(d, om_region_find(d, q), q, 0, 0);
+	}
+}
+END_TEST
+
 START_TEST(api_alignments)
 {
 	static const size_t sizes[] = { 1, 100, 2048, 3000, 5000, 100000 };
@@ -454,6 +499,7 @@ main(void)
 	tcase_add_test(t, shifted_medium);
 	tcase_add_test(t, api_shifted_medium);
 	tcase_add_test(t, alignments);
+	tcase_add_test(t, aligned_reuse);
 	tcase_add_test(t, api_alignments);
 	tcase_add_test(t, zeroed_on_reuse);
 	tcase_add_test(t, accounting);
