@@ -290,9 +290,12 @@ findpool_slow(struct dir_info *own, const void *p, const char *func,
 	struct dir_info *d;
 
 	for (i = 0; i <= mopts.npools; i++) {
-		d = i < mopts.npools ?
-		    mopts.pools[(own->index + i) & mopts.pool_mask] :
-		    mopts.conceal;
+		unsigned int j = i < mopts.npools ?
+		    (own->index + i) & mopts.pool_mask : mopts.npools;
+
+		if (!om_pool_used(j))
+			continue;
+		d = om_pool_at(j);
 		lock(d);
 		d->func = func;
 		if ((*rp = om_region_find(d, p)) != NULL)
@@ -310,8 +313,13 @@ findpool(struct dir_info *own, const void *p, const char *func,
 	struct dir_info *d = own;
 
 	if (OM_UNLIKELY(h != 0 && h - 1 != own->index) &&
-	    (h - 1 < mopts.npools || h - 1 == OM_MAX_POOLS))
-		d = om_pool_at(h - 1 < mopts.npools ? h - 1 : mopts.npools);
+	    (h - 1 < mopts.npools || h - 1 == OM_MAX_POOLS)) {
+		unsigned int j = h - 1 < mopts.npools ? h - 1 : mopts.npools;
+
+		/* Only an open pool can have set the hint. */
+		if (om_pool_used(j))
+			d = om_pool_at(j);
+	}
 	lock(d);
 	d->func = func;
 	if (OM_LIKELY((*rp = om_region_find(d, p)) != NULL))
@@ -400,6 +408,8 @@ trim_all(const char *func)
 	for (i = 0; i <= mopts.npools; i++) {
 		struct dir_info *d = om_pool_at(i);
 
+		if (!om_pool_used(i))
+			continue;
 		lock_admin(d);
 		d->func = func;
 		om_chunk_flush_delayed(d);
@@ -732,6 +742,19 @@ malloc_usable_size(void *p)
 /* ------------------------------------------------------------------ */
 /* OpenBSD's extensions */
 
+/* First use of the conceal pool; busy meanwhile, as in om_thread_init. */
+static OM_COLD OM_NOINLINE int
+conceal_open(void)
+{
+	uint64_t self = om_self;
+	int rc;
+
+	om_self = self | (uint64_t)OM_SELF_INIT << 32;
+	rc = om_pool_open(mopts.npools);
+	om_self = self;
+	return rc;
+}
+
 static void *
 conceal_alloc(size_t sz, int zero, void *f, const char *func)
 {
@@ -739,6 +762,8 @@ conceal_alloc(size_t sz, int zero, void *f, const char *func)
 	void *p;
 
 	if (enter(func) == NULL)
+		return nomem(func);
+	if (!om_pool_used(mopts.npools) && conceal_open() != 0)
 		return nomem(func);
 	d = mopts.conceal;
 	lock(d);
@@ -798,6 +823,8 @@ gather(struct totals *t)
 	for (i = 0; i <= mopts.npools; i++) {
 		struct dir_info *d = om_pool_at(i);
 
+		if (!om_pool_used(i))
+			continue;
 		lock_admin(d);
 		t->mapped += d->mapped;
 		t->inuse += d->inuse;
@@ -928,10 +955,13 @@ malloc_info(int options, FILE *fp)
 		struct dir_info *d = om_pool_at(i);
 
 		/* Copy the counters under the lock, print without it: stdio
-		 * may allocate. */
-		lock_admin(d);
-		memcpy(&snap, d, sizeof(snap));
-		unlock(d);
+		 * may allocate.  A pool nobody opened has none. */
+		memset(&snap, 0, sizeof(snap));
+		if (om_pool_used(i)) {
+			lock_admin(d);
+			memcpy(&snap, d, sizeof(snap));
+			unlock(d);
+		}
 		if (i < mopts.npools)
 			fprintf(fp, "<heap nr=\"%u\">\n", i);
 		else

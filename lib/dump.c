@@ -128,19 +128,20 @@ leak_print(struct om_buf *o, struct leaks *l)
 		    l->dropped);
 }
 
+/* Pool `at` of om_pool_at, whose counters are d's. */
 static void
-dump_pool(struct om_buf *o, struct dir_info *d, unsigned long other,
-    unsigned long searches)
+dump_pool(struct om_buf *o, unsigned int at, const struct dir_info *d,
+    unsigned long other, unsigned long searches)
 {
 	unsigned int b, k;
 	size_t i;
 
-	if (d->conceal)
+	if (at == mopts.npools)
 		om_buf_printf(o, "Malloc dir of %s pool conceal at %p\n",
-		    om_progname(), (void *)d);
+		    om_progname(), (void *)om_pool_at(at));
 	else
 		om_buf_printf(o, "Malloc dir of %s pool %u at %p\n",
-		    om_progname(), d->index, (void *)d);
+		    om_progname(), at, (void *)om_pool_at(at));
 	om_buf_printf(o, "Region slots free %zu/%zu\n", d->regions_free,
 	    d->regions_total);
 	om_buf_printf(o, "Finds %lu/%lu\n", d->finds, d->find_collisions);
@@ -274,8 +275,11 @@ om_dump_fd(int fd, int for_fatal)
 	memset(searches, 0, sizeof(searches));
 	for (i = 0; i <= mopts.npools; i++) {
 		struct dir_info *d = om_pool_at(i);
-		int locked = dump_lock(d, for_fatal);
+		int locked;
 
+		if (!om_pool_used(i))
+			continue;
+		locked = dump_lock(d, for_fatal);
 		om_pool_add_searches(d, other, searches);
 		dump_unlock(d, for_fatal, locked);
 	}
@@ -286,11 +290,19 @@ om_dump_fd(int fd, int for_fatal)
 	    om_cache_depot_limit());
 	for (i = 0; i <= mopts.npools; i++) {
 		struct dir_info *d = om_pool_at(i);
-		int locked = dump_lock(d, for_fatal);
+		int locked;
 
+		if (!om_pool_used(i)) {
+			/* Never opened: every counter is zero. */
+			static const struct dir_info none;
+
+			dump_pool(&o, i, &none, 0, 0);
+			continue;
+		}
+		locked = dump_lock(d, for_fatal);
 		if (!for_fatal)
 			om_chunk_flush_delayed(d);
-		dump_pool(&o, d, other[i], searches[i]);
+		dump_pool(&o, i, d, other[i], searches[i]);
 		if (mopts.opt.dump)
 			leak_gather(d, &l);
 		dump_unlock(d, for_fatal, locked);

@@ -407,6 +407,8 @@ struct dir_info {
 extern int om_ready;
 int om_thread_init(void);
 struct dir_info *om_pool_create(unsigned int index, int conceal);
+int om_pool_used(unsigned int i);
+int om_pool_open(unsigned int i);
 void om_pool_add_searches(const struct dir_info *d, unsigned long *other,
     unsigned long *searches);
 void om_pool_bias_grant(struct dir_info *d, int owner);
@@ -610,6 +612,8 @@ struct om_os_counts {
 
 void *om_os_map(size_t len, int conceal);
 void *om_os_remap(void *p, size_t oldlen, size_t newlen);
+void *om_os_reserve(size_t len);
+int om_os_commit(void *p, size_t len, int conceal);
 void om_os_unmap(void *p, size_t len);
 int om_os_protect(void *p, size_t len, int access);
 int om_os_guard(void *p, size_t len);

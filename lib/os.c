@@ -83,6 +83,44 @@ om_os_map(size_t len, int conceal)
 }
 
 /*
+ * Reserve len bytes of address space: no access and no commit charge
+ * until om_os_commit opens part of it.  NULL on failure.
+ */
+void *
+om_os_reserve(size_t len)
+{
+	int saved = errno;
+	void *p;
+
+	if (fault())
+		return NULL;
+	COUNT(mmap);
+	p = mmap(NULL, len, PROT_NONE,
+	    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	errno = saved;
+	return p == MAP_FAILED ? NULL : p;
+}
+
+/* Make [p, p+len) of a reservation zeroed read-write memory, kept out of
+ * core dumps if conceal.  Returns 0 or -1. */
+int
+om_os_commit(void *p, size_t len, int conceal)
+{
+	int saved = errno;
+
+	if (fault())
+		return -1;
+	if (om_os_protect(p, len, 1) != 0)
+		return -1;
+	if (conceal) {
+		COUNT(madvise);
+		madvise(p, len, MADV_DONTDUMP);
+	}
+	errno = saved;
+	return 0;
+}
+
+/*
  * Grow the mapping [p, p+oldlen) to newlen bytes: in place when the pages
  * behind it are free, else moved elsewhere by the kernel, which moves the
  * page tables and copies nothing; the old range is then unmapped.  The

@@ -2,10 +2,11 @@
  * pool.c - the pool array, thread -> pool, canaries, fork hooks.
  *
  * Initialisation is lazy, serialised by init_mtx and allocation-free: it
- * reads the options, seeds the random generator, maps every pool between
- * guard pages at a random offset, registers the fork hooks and makes the
- * option page read-only.  A thread's pool is tid & (npools - 1); the tid
- * is cached in om_self, the library's one word of initial-exec TLS.
+ * reads the options, seeds the random generator, reserves the pools'
+ * pages and places each at a random offset, registers the fork hooks and
+ * makes the option page read-only.  A thread's pool is tid & (npools - 1),
+ * opened by the first thread that needs it; the tid is cached in om_self,
+ * the library's one word of initial-exec TLS.
  *
  * Invariant: mopts never changes after `ready` is set, so the fast path
  * reads it without a lock.
@@ -28,29 +29,30 @@ int om_ready;
 static int fork_owner;
 static int fork_nest;
 
-/*
- * Map a pool between two guard pages, at a random cache-line offset inside
- * its spare page, so that neither a linear overflow nor a guess of the
- * address reaches it.
- */
-struct dir_info *
-om_pool_create(unsigned int index, int conceal)
+/* A pool's pages: its struct and a spare page for the random offset. */
+static size_t
+pool_body(void)
 {
-	size_t body = OM_PAGEROUND(sizeof(struct dir_info)) + OM_PAGE_SIZE;
-	size_t len = body + 2 * OM_PAGE_SIZE;
+	return OM_PAGEROUND(sizeof(struct dir_info)) + OM_PAGE_SIZE;
+}
+
+/* Where a pool goes in its body: at a random cache-line offset inside the
+ * spare page, so that neither a linear overflow nor a guess of the
+ * address reaches it. */
+static struct dir_info *
+pool_place(char *body)
+{
 	uint16_t r;
-	char *base;
-	struct dir_info *d;
 
-	base = om_os_map(len, conceal);
-	if (base == NULL)
-		return NULL;
-	om_os_guard(base, OM_PAGE_SIZE);
-	om_os_guard(base + OM_PAGE_SIZE + body, OM_PAGE_SIZE);
 	om_random_buf(&r, sizeof(r));
-	d = (struct dir_info *)(base + OM_PAGE_SIZE +
-	    ((size_t)(r % (OM_PAGE_SIZE / 64)) * 64));
+	return (struct dir_info *)(body +
+	    (size_t)(r % (OM_PAGE_SIZE / 64)) * 64);
+}
 
+/* Fill in a pool on zeroed pages: fields, region table and cache. */
+static int
+pool_setup(struct dir_info *d, unsigned int index, int conceal)
+{
 	d->mtx.w = 0;
 	d->mtx.sleepers = 0;
 	d->mtx.waking = 0;
@@ -66,20 +68,78 @@ om_pool_create(unsigned int index, int conceal)
 	om_random_seed(&d->rng);
 	d->rnext = om_rword(&d->rng);
 	d->rring = om_rbyte(&d->rng) & (OM_DELAYED - 1);
-	d->mapped = len;
-	if (om_region_table_init(d) != 0) {
-		om_os_unmap(base, len);
-		return NULL;
-	}
+	d->mapped = pool_body() + 2 * OM_PAGE_SIZE;
+	if (om_region_table_init(d) != 0)
+		return -1;
 	if (om_cache_init(d) != 0) {
 		om_os_unmap(d->r, OM_PAGEROUND(d->regions_total *
 		    sizeof(struct region_info)));
-		om_os_unmap(base, len);
-		return NULL;
+		return -1;
 	}
 	d->canary1 = mopts.canary ^ (uintptr_t)d;
 	d->canary2 = ~d->canary1;
+	return 0;
+}
+
+/* A pool of its own, between two guard pages (the array's pools are
+ * reserved together instead, see init_locked). */
+struct dir_info *
+om_pool_create(unsigned int index, int conceal)
+{
+	size_t body = pool_body();
+	size_t len = body + 2 * OM_PAGE_SIZE;
+	char *base;
+	struct dir_info *d;
+
+	base = om_os_map(len, conceal);
+	if (base == NULL)
+		return NULL;
+	om_os_guard(base, OM_PAGE_SIZE);
+	om_os_guard(base + OM_PAGE_SIZE + body, OM_PAGE_SIZE);
+	d = pool_place(base + OM_PAGE_SIZE);
+	if (pool_setup(d, index, conceal) != 0) {
+		om_os_unmap(base, len);
+		return NULL;
+	}
 	return d;
+}
+
+/*
+ * The pools of the array and the conceal pool are placed at
+ * initialisation in one reservation, body after body with a guard page
+ * between each two and at both ends, and stay inaccessible until a thread
+ * of their own (or malloc_conceal) first needs them: a process pays only
+ * for the pools its threads use, and starting one costs one mmap instead
+ * of five system calls a pool.  open_pools[] says which are in use, by the
+ * index of om_pool_at; each is set once, after the pool is complete.
+ */
+static unsigned char open_pools[OM_MAX_POOLS + 1];
+
+int
+om_pool_used(unsigned int i)
+{
+	return __atomic_load_n(&open_pools[i], __ATOMIC_ACQUIRE);
+}
+
+/* Open pool i (om_pool_at's index) if nobody has.  0, or -1 when memory
+ * for it could not be had (a later call tries again). */
+int
+om_pool_open(unsigned int i)
+{
+	struct dir_info *d = om_pool_at(i);
+	char *body = (char *)((uintptr_t)d & ~(uintptr_t)OM_PAGE_MASK);
+	int conceal = i == mopts.npools, rc = 0;
+
+	pthread_mutex_lock(&init_mtx);
+	if (!om_pool_used(i)) {
+		rc = om_os_commit(body, pool_body(), conceal);
+		if (rc == 0)
+			rc = pool_setup(d, conceal ? OM_MAX_POOLS : i, conceal);
+		if (rc == 0)
+			__atomic_store_n(&open_pools[i], 1, __ATOMIC_RELEASE);
+	}
+	pthread_mutex_unlock(&init_mtx);
+	return rc;
 }
 
 /*
@@ -233,14 +293,23 @@ init_locked(void)
 	mopts.bias_locks = om_os_membarrier_register() == 0;
 	om_chunk_init_sizes();
 
-	for (i = 0; i < mopts.npools; i++) {
-		if (mopts.pools[i] == NULL &&
-		    (mopts.pools[i] = om_pool_create(i, 0)) == NULL)
+	if (mopts.conceal == NULL) {
+		size_t stride = pool_body() + OM_PAGE_SIZE;
+		char *area = om_os_reserve((mopts.npools + 1) * stride +
+		    OM_PAGE_SIZE);
+
+		if (area == NULL)
 			return -1;
+		for (i = 0; i <= mopts.npools; i++) {
+			struct dir_info *d = pool_place(area + OM_PAGE_SIZE +
+			    i * stride);
+
+			if (i < mopts.npools)
+				mopts.pools[i] = d;
+			else
+				mopts.conceal = d;
+		}
 	}
-	if (mopts.conceal == NULL &&
-	    (mopts.conceal = om_pool_create(OM_MAX_POOLS, 1)) == NULL)
-		return -1;
 	pthread_atfork(om_pool_fork_prepare, om_pool_fork_parent,
 	    om_pool_fork_child);
 
@@ -250,13 +319,16 @@ init_locked(void)
 }
 
 /*
- * First call of a thread: make sure the heap is initialised and cache the
- * thread id.  Returns 0, or -1 when initialisation failed for lack of
- * memory (the caller fails with ENOMEM and a later call tries again).
+ * First call of a thread: make sure the heap is initialised and the
+ * thread's pool open, and cache the thread id.  Returns 0, or -1 when
+ * either failed for lack of memory (the caller fails with ENOMEM and a
+ * later call tries again).
  */
 int
 om_thread_init(void)
 {
+	uint32_t tid;
+
 	if (!__atomic_load_n(&om_ready, __ATOMIC_ACQUIRE)) {
 		int rc;
 
@@ -272,7 +344,17 @@ om_thread_init(void)
 		if (rc != 0)
 			return -1;
 	}
-	om_self = (uint32_t)om_os_gettid();
+	tid = (uint32_t)om_os_gettid();
+	if (!om_pool_used(tid & mopts.pool_mask)) {
+		int rc;
+
+		om_self = (uint64_t)OM_SELF_INIT << 32;
+		rc = om_pool_open(tid & mopts.pool_mask);
+		om_self = 0;
+		if (rc != 0)
+			return -1;
+	}
+	om_self = tid;
 	return 0;
 }
 
@@ -321,7 +403,9 @@ om_pool_fork_prepare(void)
 		struct dir_info *d = om_pool_at(i);
 		struct om_mutex *m = &d->mtx;
 
-		fork_took[i] = __atomic_load_n(&m->w, __ATOMIC_RELAXED) != me &&
+		/* Unopened pools stay so: init_mtx is held. */
+		fork_took[i] = om_pool_used(i) &&
+		    __atomic_load_n(&m->w, __ATOMIC_RELAXED) != me &&
 		    !(d->bias == me && d->bias_in);
 		if (!fork_took[i])
 			continue;
@@ -377,6 +461,8 @@ om_pool_fork_child(void)
 	for (i = 0; i <= mopts.npools; i++) {
 		struct dir_info *d = om_pool_at(i);
 
+		if (!om_pool_used(i))
+			continue;
 		if (fork_took[i]) {
 			d->mtx.w = 0;
 			d->mtx.sleepers = 0;
@@ -388,9 +474,10 @@ om_pool_fork_child(void)
 		d->bias_who = 0;
 	}
 	om_cache_fork_child();
-	/* The child is a new thread of its own: refresh the cached tid. */
+	/* The child is a new thread of its own, whose pool may not be open
+	 * yet: its next call looks up the tid again (om_thread_init). */
 	busy = om_self & ~(uint64_t)0xffffffff;
-	om_self = busy | (uint32_t)om_os_gettid();
+	om_self = busy;
 	fork_owner = 0;
 	pthread_mutex_init(&init_mtx, NULL);
 	_IO_list_resetlock();

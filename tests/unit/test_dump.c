@@ -140,6 +140,30 @@ START_TEST(one_section_per_pool)
 }
 END_TEST
 
+/* A pool no thread has opened gets its section, all zero, without being
+ * opened by the dump. */
+START_TEST(closed_pool_section)
+{
+	const char *d;
+	int closed;
+
+	free(malloc(1));	/* not unit_init, which opens every pool */
+	for (closed = 0; closed < (int)mopts.npools &&
+	    om_pool_used((unsigned int)closed); closed++)
+		;
+	if (closed == (int)mopts.npools)
+		return;		/* one pool, this thread's */
+	d = dump();
+	ck_assert_int_eq(count(d, "Malloc dir of test_dump pool "),
+	    (int)mopts.npools + 1);
+	ck_assert_int_eq(pool_field(d, closed, "Region slots free "), 0);
+	ck_assert_int_eq(pool_field(d, closed, "Lock acquisitions "), 0);
+	ck_assert_int_eq(pool_field(d, closed, "In use "), 0);
+	ck_assert_int_gt(pool_field(d, own_pool(), "Region slots free "), 0);
+	ck_assert(!om_pool_used((unsigned int)closed));
+}
+END_TEST
+
 START_TEST(in_use_grows)
 {
 	long long before, after, chunk;
@@ -239,6 +263,7 @@ main(void)
 
 	tcase_add_test(t, frame);
 	tcase_add_test(t, one_section_per_pool);
+	tcase_add_test(t, closed_pool_section);
 	tcase_add_test(t, in_use_grows);
 	tcase_add_test(t, counters_shown);
 	tcase_add_test(t, gdump_same_layout);

@@ -122,6 +122,95 @@ START_TEST(guard_pages)
 }
 END_TEST
 
+/* A thread that opens pool `want` when its tid maps there. */
+struct opener {
+	unsigned int want;
+	int hit;		/* this thread's tid mapped there */
+	int was_open;		/* before its first malloc */
+	int is_open;		/* after it */
+};
+
+static void *
+open_if_mine(void *arg)
+{
+	struct opener *o = arg;
+	unsigned int tid = (unsigned int)syscall(SYS_gettid);
+
+	if ((tid & mopts.pool_mask) != o->want)
+		return NULL;
+	o->hit = 1;
+	o->was_open = om_pool_used(o->want);
+	free(malloc(64));
+	o->is_open = om_pool_used(o->want);
+	return NULL;
+}
+
+/* A fork child's pool is the one of its own tid, opened if need be. */
+static void
+do_alloc_own(void *arg)
+{
+	unsigned int j = (unsigned int)syscall(SYS_gettid) & mopts.pool_mask;
+	void *p = malloc(100);
+
+	(void)arg;
+	if (p == NULL || !om_pool_used(j) || !om_pool_ok(mopts.pools[j]))
+		abort();
+	free(p);
+}
+
+/* A pool is reserved at initialisation but opened (made accessible and
+ * filled in) only by the first thread whose tid maps to it; the conceal
+ * pool by the first malloc_conceal. */
+START_TEST(pools_open_on_use)
+{
+	struct opener o = { 0 };
+	struct child c;
+	pthread_t t;
+	unsigned int own, want, i;
+	char *body;
+	void *p;
+
+	free(malloc(1));	/* not unit_init, which opens every pool */
+	own = (unsigned int)syscall(SYS_gettid) & mopts.pool_mask;
+	ck_assert(om_pool_used(own));
+	ck_assert(om_pool_ok(mopts.pools[own]));
+	ck_assert(!om_pool_used(mopts.npools));
+	p = malloc_conceal(10);
+	ck_assert_ptr_nonnull(p);
+	ck_assert(om_pool_used(mopts.npools));
+	ck_assert(om_pool_ok(mopts.conceal));
+	free(p);
+	unit_run(do_alloc_own, NULL, &c);
+	ck_assert_msg(WIFEXITED(c.status) && WEXITSTATUS(c.status) == 0,
+	    "fork child: 0x%x %s", c.status, c.out);
+
+	for (want = 0; want < mopts.npools && om_pool_used(want); want++)
+		;
+	if (mopts.npools == 1)
+		return;
+	/* The test runner is one thread: most pools are still closed. */
+	ck_assert_uint_lt(want, mopts.npools);
+	body = (char *)((uintptr_t)mopts.pools[want] &
+	    ~(uintptr_t)OM_PAGE_MASK);
+	unit_run(do_touch, body, &c);
+	ck_assert_msg(unit_signalled(&c, SIGSEGV), "closed pool: 0x%x",
+	    c.status);
+	o.want = want;
+	for (i = 0; i < 100000 && !o.hit; i++) {
+		ck_assert_int_eq(pthread_create(&t, NULL, open_if_mine, &o),
+		    0);
+		ck_assert_int_eq(pthread_join(t, NULL), 0);
+	}
+	ck_assert(o.hit);
+	ck_assert_int_eq(o.was_open, 0);
+	ck_assert_int_eq(o.is_open, 1);
+	ck_assert(om_pool_ok(mopts.pools[want]));
+	ck_assert_uint_eq(mopts.pools[want]->index, want);
+	unit_run(do_touch, body, &c);
+	ck_assert_msg(WIFEXITED(c.status), "opened pool: 0x%x", c.status);
+}
+END_TEST
+
 static void
 do_corrupt(void *arg)
 {
@@ -771,6 +860,7 @@ main(void)
 	tcase_add_test(t, guard_pages);
 	tcase_add_test(t, corrupt_canary);
 	tcase_add_test(t, pool_array);
+	tcase_add_test(t, pools_open_on_use);
 	tcase_add_test(t, options_readonly);
 	tcase_add_test(t, thread_pool);
 	tcase_add_test(t, fork_hooks_lock_all);

@@ -28,7 +28,8 @@ void unit_run(void (*fn)(void *), void *arg, struct child *c);
 /* 1 if the child died of sig. */
 int unit_signalled(const struct child *c, int sig);
 
-/* Initialise the library (first malloc) so mopts is filled in. */
+/* Initialise the library (first malloc) so mopts is filled in, and open
+ * every pool. */
 void unit_init(void);
 
 /* A private pool, outside mopts.pools, for tests that want a fresh heap. */

@@ -61,9 +61,17 @@ unit_signalled(const struct child *c, int sig)
 void
 unit_init(void)
 {
+	unsigned int i;
+
 	free(malloc(1));
 	if (!om_ready)
 		abort();
+	/* Tests look into any pool: open them all, as threads of every
+	 * pool and malloc_conceal would (pools_open_on_use tests that
+	 * they open only then). */
+	for (i = 0; i <= mopts.npools; i++)
+		if (om_pool_open(i) != 0)
+			abort();
 }
 
 struct dir_info *
