@@ -19,7 +19,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <omalloc.h>
 
@@ -204,6 +207,81 @@ START_TEST(some_mappings_fail)
 }
 END_TEST
 
+/* The pool count, from malloc_info's <malloc ... pools="N">. */
+static unsigned int
+pool_count(void)
+{
+	char *buf = NULL, *at;
+	size_t len = 0;
+	unsigned int n = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	ck_assert_ptr_nonnull(f);
+	ck_assert_int_eq(malloc_info(0, f), 0);
+	fclose(f);
+	at = strstr(buf, "pools=\"");
+	ck_assert_ptr_nonnull(at);
+	n = (unsigned int)strtoul(at + 7, NULL, 10);
+	free(buf);
+	return n;
+}
+
+struct newcomer {
+	unsigned int mask, open[2];	/* pools known to be open */
+	int tried;			/* this thread's pool was not */
+	void *during;			/* its malloc while mappings fail */
+	int during_errno;
+	int after_ok;			/* its malloc once they work */
+};
+
+static void *
+newcomer(void *arg)
+{
+	struct newcomer *c = arg;
+	unsigned int pool = (unsigned int)syscall(SYS_gettid) & c->mask;
+	void *p;
+
+	if (pool == c->open[0] || pool == c->open[1])
+		return NULL;
+	c->tried = 1;
+	fault_mmap(-1);
+	errno = 0;
+	c->during = malloc(100);
+	c->during_errno = errno;
+	fault_mmap(0);
+	p = malloc(100);
+	c->after_ok = p != NULL;
+	free(p);
+	return NULL;
+}
+
+/* A thread whose pool nobody has opened yet gets NULL and ENOMEM from
+ * its first malloc while mappings fail (the pool cannot be made), and a
+ * block from the next once they work again. */
+START_TEST(new_pool_without_memory)
+{
+	struct newcomer c = {0};
+	unsigned int n = pool_count();
+	pthread_t t;
+	int i;
+
+	if (n < 4)
+		return;	/* no pool is sure to be closed */
+	c.mask = n - 1;
+	/* This process's thread and the test runner's have allocated. */
+	c.open[0] = (unsigned int)getpid() & c.mask;
+	c.open[1] = (unsigned int)getppid() & c.mask;
+	for (i = 0; i < 1000 && !c.tried; i++) {
+		ck_assert_int_eq(pthread_create(&t, NULL, newcomer, &c), 0);
+		ck_assert_int_eq(pthread_join(t, NULL), 0);
+	}
+	ck_assert(c.tried);
+	ck_assert_ptr_null(c.during);
+	ck_assert_int_eq(c.during_errno, ENOMEM);
+	ck_assert(c.after_ok);
+}
+END_TEST
+
 /* Child mode: X makes the failure abort. */
 static int
 child_mode(const char *mode)
@@ -242,6 +320,7 @@ fault_suite(void)
 	tcase_add_test(tc, all_mappings_fail);
 	tcase_add_test(tc, some_mappings_fail);
 	tcase_add_test(tc, x_aborts_on_fault);
+	tcase_add_test(tc, new_pool_without_memory);
 	suite_add_tcase(s, tc);
 	return s;
 }
