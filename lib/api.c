@@ -274,16 +274,18 @@ nomem(const char *func)
  * it is not the caller's, the departure (left_from).
  */
 OM_INLINE struct dir_info *
-found(struct dir_info *own, struct dir_info *d)
+found(unsigned int own, struct dir_info *d)
 {
-	d->searches_from[own->index]++;
-	if (d != own)
-		d->left_from[own->index]++;
+	d->searches_from[own]++;
+	if (d->index != own)
+		d->left_from[own]++;
 	return d;
 }
 
+/* The search, for the caller's pool own (its index: the pool may not be
+ * open, see find_unopened). */
 static OM_NOINLINE struct dir_info *
-findpool_slow(struct dir_info *own, const void *p, const char *func,
+findpool_slow(unsigned int own, const void *p, const char *func,
     struct region_info **rp)
 {
 	unsigned int i;
@@ -291,7 +293,7 @@ findpool_slow(struct dir_info *own, const void *p, const char *func,
 
 	for (i = 0; i <= mopts.npools; i++) {
 		unsigned int j = i < mopts.npools ?
-		    (own->index + i) & mopts.pool_mask : mopts.npools;
+		    (own + i) & mopts.pool_mask : mopts.npools;
 
 		if (!om_pool_used(j))
 			continue;
@@ -323,20 +325,36 @@ findpool(struct dir_info *own, const void *p, const char *func,
 	lock(d);
 	d->func = func;
 	if (OM_LIKELY((*rp = om_region_find(d, p)) != NULL))
-		return found(own, d);
+		return found(own->index, d);
 	unlock(d);
-	return findpool_slow(own, p, func, rp);
+	return findpool_slow(own->index, p, func, rp);
 }
 
-/* The pool of a pointer we are asked to free; fatal if not initialised. */
-OM_INLINE struct dir_info *
-enter_ptr(const char *func, const void *p)
+/*
+ * The caller's pool could not be opened for lack of memory.  Before the
+ * heap is initialised nothing can be ours; after, the pointer is looked
+ * for in the pools that are open, its own pool (closed, so owning
+ * nothing) counted as where the search started: a free must not fail.
+ */
+static OM_COLD OM_NOINLINE struct dir_info *
+find_unopened(const char *func, const void *p, struct region_info **rp)
 {
-	struct dir_info *d = enter(func);
-
-	if (OM_UNLIKELY(d == NULL))
+	if (!__atomic_load_n(&om_ready, __ATOMIC_ACQUIRE))
 		om_fatal_in(func, "bogus pointer (double free?)", p);
-	return d;
+	return findpool_slow((unsigned int)om_os_gettid() & mopts.pool_mask,
+	    p, func, rp);
+}
+
+/* The pool that owns a pointer we are asked to free or resize, locked,
+ * with the pointer's region entry in *rp. */
+OM_INLINE struct dir_info *
+find_ptr(const char *func, const void *p, struct region_info **rp)
+{
+	struct dir_info *own = enter(func);
+
+	if (OM_UNLIKELY(own == NULL))
+		return find_unopened(func, p, rp);
+	return findpool(own, p, func, rp);
 }
 
 /* ------------------------------------------------------------------ */
@@ -488,7 +506,7 @@ free(void *p)
 
 	if (p == NULL)
 		return;
-	d = findpool(enter_ptr("free", p), p, "free", &r);
+	d = find_ptr("free", p, &r);
 	release(d, r, p, 0, 0);
 	unlock(d);
 }
@@ -513,7 +531,7 @@ orealloc(void *p, size_t sz, void *f, const char *func)
 	if (p == NULL)
 		return omalloc(sz, 0, f, func);
 again:
-	d = findpool(enter_ptr(func, p), p, func, &r);
+	d = find_ptr(func, p, &r);
 	if (OM_UNLIKELY(sz == 0)) {
 		/* Free p and return a unique zero-size object: NULL always
 		 * means failure. */
@@ -580,7 +598,7 @@ recallocarray(void *p, size_t oldn, size_t newn, size_t sz)
 	}
 	if (om_mul(newn, sz, &newsz) || newsz > PTRDIFF_MAX)
 		return nomem("recallocarray");
-	d = findpool(enter_ptr("recallocarray", p), p, "recallocarray", &r);
+	d = find_ptr("recallocarray", p, &r);
 	rec = recorded_size(d, r, p);
 	/* As OpenBSD: never more than recorded, exact under C, and for page
 	 * regions (whose size is always exact) not under half of it. */
@@ -612,7 +630,7 @@ freezero(void *p, size_t sz)
 
 	if (p == NULL)
 		return;
-	d = findpool(enter_ptr("freezero", p), p, "freezero", &r);
+	d = find_ptr("freezero", p, &r);
 	if (sz > recorded_size(d, r, p))
 		om_fatal(d, "recorded size < freezero size", p);
 	release(d, r, p, 1, sz);
@@ -731,8 +749,7 @@ malloc_usable_size(void *p)
 
 	if (p == NULL)
 		return 0;
-	d = findpool(enter_ptr("malloc_usable_size", p), p,
-	    "malloc_usable_size", &r);
+	d = find_ptr("malloc_usable_size", p, &r);
 	n = OM_REGION_IS_CHUNK(r) ? om_chunk_usable(d, r, p) :
 	    om_region_usable(r);
 	unlock(d);

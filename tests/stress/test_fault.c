@@ -228,6 +228,7 @@ pool_count(void)
 
 struct newcomer {
 	unsigned int mask, open[2];	/* pools known to be open */
+	void *give;			/* a block of another pool, to free */
 	int tried;			/* this thread's pool was not */
 	void *during;			/* its malloc while mappings fail */
 	int during_errno;
@@ -245,6 +246,7 @@ newcomer(void *arg)
 		return NULL;
 	c->tried = 1;
 	fault_mmap(-1);
+	free(c->give);
 	errno = 0;
 	c->during = malloc(100);
 	c->during_errno = errno;
@@ -255,13 +257,15 @@ newcomer(void *arg)
 	return NULL;
 }
 
-/* A thread whose pool nobody has opened yet gets NULL and ENOMEM from
- * its first malloc while mappings fail (the pool cannot be made), and a
- * block from the next once they work again. */
+/* A thread whose pool nobody has opened yet, while mappings fail (the
+ * pool cannot be made): its free of another pool's block works, its
+ * malloc gets NULL and ENOMEM, and the next malloc once mappings work
+ * again gets a block. */
 START_TEST(new_pool_without_memory)
 {
 	struct newcomer c = {0};
 	unsigned int n = pool_count();
+	size_t before, after;
 	pthread_t t;
 	int i;
 
@@ -271,11 +275,17 @@ START_TEST(new_pool_without_memory)
 	/* This process's thread and the test runner's have allocated. */
 	c.open[0] = (unsigned int)getpid() & c.mask;
 	c.open[1] = (unsigned int)getppid() & c.mask;
+	c.give = malloc(MIB);
+	ck_assert_ptr_nonnull(c.give);
+	before = mallinfo2().uordblks;
 	for (i = 0; i < 1000 && !c.tried; i++) {
 		ck_assert_int_eq(pthread_create(&t, NULL, newcomer, &c), 0);
 		ck_assert_int_eq(pthread_join(t, NULL), 0);
 	}
+	after = mallinfo2().uordblks;
 	ck_assert(c.tried);
+	/* Less what creating the threads allocated here. */
+	ck_assert_uint_ge(before - after, MIB - 4096);
 	ck_assert_ptr_null(c.during);
 	ck_assert_int_eq(c.during_errno, ENOMEM);
 	ck_assert(c.after_ok);
