@@ -293,8 +293,9 @@ om_dump_fd(int fd, int for_fatal)
 		int locked;
 
 		if (!om_pool_used(i)) {
-			/* Never opened: every counter is zero. */
-			static const struct dir_info none;
+			/* Never opened: every counter is zero (in .bss, not
+			 * a page of zeros in the library file). */
+			static struct dir_info none;
 
 			dump_pool(&o, i, &none, 0, 0);
 			continue;
