@@ -52,6 +52,14 @@ fault(void)
 
 #define COUNT(field) __atomic_fetch_add(&counts.field, 1, __ATOMIC_RELAXED)
 
+/* Keep [p, p+len) out of core dumps (conceal memory). */
+static void
+dontdump(void *p, size_t len)
+{
+	COUNT(madvise);
+	madvise(p, len, MADV_DONTDUMP);
+}
+
 static void *
 map(void *hint, size_t len, int flags, int conceal)
 {
@@ -67,10 +75,8 @@ map(void *hint, size_t len, int flags, int conceal)
 		errno = saved;
 		return NULL;
 	}
-	if (conceal) {
-		COUNT(madvise);
-		madvise(p, len, MADV_DONTDUMP);
-	}
+	if (conceal)
+		dontdump(p, len);
 	errno = saved;
 	return p;
 }
@@ -112,10 +118,8 @@ om_os_commit(void *p, size_t len, int conceal)
 		return -1;
 	if (om_os_protect(p, len, 1) != 0)
 		return -1;
-	if (conceal) {
-		COUNT(madvise);
-		madvise(p, len, MADV_DONTDUMP);
-	}
+	if (conceal)
+		dontdump(p, len);
 	errno = saved;
 	return 0;
 }
