@@ -292,12 +292,10 @@ findpool_slow(unsigned int own, const void *p, const char *func,
 	struct dir_info *d;
 
 	for (i = 0; i <= mopts.npools; i++) {
-		unsigned int j = i < mopts.npools ?
-		    (own + i) & mopts.pool_mask : mopts.npools;
-
-		if (!om_pool_used(j))
+		d = om_pool_if_open(i < mopts.npools ?
+		    (own + i) & mopts.pool_mask : mopts.npools);
+		if (d == NULL)
 			continue;
-		d = om_pool_at(j);
 		lock(d);
 		d->func = func;
 		if ((*rp = om_region_find(d, p)) != NULL)
@@ -424,9 +422,9 @@ trim_all(const char *func)
 	size_t pages = 0;
 
 	for (i = 0; i <= mopts.npools; i++) {
-		struct dir_info *d = om_pool_at(i);
+		struct dir_info *d = om_pool_if_open(i);
 
-		if (!om_pool_used(i))
+		if (d == NULL)
 			continue;
 		lock_admin(d);
 		d->func = func;
@@ -838,9 +836,9 @@ gather(struct totals *t)
 	if (!__atomic_load_n(&om_ready, __ATOMIC_ACQUIRE))
 		return;
 	for (i = 0; i <= mopts.npools; i++) {
-		struct dir_info *d = om_pool_at(i);
+		struct dir_info *d = om_pool_if_open(i);
 
-		if (!om_pool_used(i))
+		if (d == NULL)
 			continue;
 		lock_admin(d);
 		t->mapped += d->mapped;
@@ -969,12 +967,12 @@ malloc_info(int options, FILE *fp)
 	fprintf(fp, "<malloc version=\"omalloc-%s\" pools=\"%u\">\n",
 	    OM_VERSION, mopts.npools);
 	for (i = 0; i <= mopts.npools; i++) {
-		struct dir_info *d = om_pool_at(i);
+		struct dir_info *d = om_pool_if_open(i);
 
 		/* Copy the counters under the lock, print without it: stdio
 		 * may allocate.  A pool nobody opened has none. */
 		memset(&snap, 0, sizeof(snap));
-		if (om_pool_used(i)) {
+		if (d != NULL) {
 			lock_admin(d);
 			memcpy(&snap, d, sizeof(snap));
 			unlock(d);

@@ -274,10 +274,10 @@ om_dump_fd(int fd, int for_fatal)
 	memset(other, 0, sizeof(other));
 	memset(searches, 0, sizeof(searches));
 	for (i = 0; i <= mopts.npools; i++) {
-		struct dir_info *d = om_pool_at(i);
+		struct dir_info *d = om_pool_if_open(i);
 		int locked;
 
-		if (!om_pool_used(i))
+		if (d == NULL)
 			continue;
 		locked = dump_lock(d, for_fatal);
 		om_pool_add_searches(d, other, searches);
@@ -289,10 +289,10 @@ om_dump_fd(int fd, int for_fatal)
 	om_buf_printf(&o, "Depot pages %zu/%zu\n", om_cache_depot_pages(),
 	    om_cache_depot_limit());
 	for (i = 0; i <= mopts.npools; i++) {
-		struct dir_info *d = om_pool_at(i);
+		struct dir_info *d = om_pool_if_open(i);
 		int locked;
 
-		if (!om_pool_used(i)) {
+		if (d == NULL) {
 			/* Never opened: every counter is zero (in .bss, not
 			 * a page of zeros in the library file). */
 			static struct dir_info none;

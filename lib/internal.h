@@ -457,6 +457,14 @@ om_pool_at(unsigned int i)
 	return i < mopts.npools ? mopts.pools[i] : mopts.conceal;
 }
 
+/* Pool i as om_pool_at, if a thread has opened it; else NULL (its pages
+ * are inaccessible, and it owns nothing). */
+OM_INLINE struct dir_info *
+om_pool_if_open(unsigned int i)
+{
+	return om_pool_used(i) ? om_pool_at(i) : NULL;
+}
+
 /* ------------------------------------------------------------------ */
 /* Chunks (chunk.c): sizes up to OM_MAXCHUNK, pool locked. */
 

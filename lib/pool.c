@@ -400,17 +400,16 @@ om_pool_fork_prepare(void)
 	pthread_mutex_lock(&init_mtx);
 	fork_owner = me;
 	for (i = 0; i <= mopts.npools; i++) {
-		struct dir_info *d = om_pool_at(i);
-		struct om_mutex *m = &d->mtx;
-
 		/* Unopened pools stay so: init_mtx is held. */
-		fork_took[i] = om_pool_used(i) &&
-		    __atomic_load_n(&m->w, __ATOMIC_RELAXED) != me &&
+		struct dir_info *d = om_pool_if_open(i);
+
+		fork_took[i] = d != NULL &&
+		    __atomic_load_n(&d->mtx.w, __ATOMIC_RELAXED) != me &&
 		    !(d->bias == me && d->bias_in);
 		if (!fork_took[i])
 			continue;
-		if (!om_mutex_trylock(m, me))
-			om_mutex_wait(m, me);
+		if (!om_mutex_trylock(&d->mtx, me))
+			om_mutex_wait(&d->mtx, me);
 		/* Other threads' biases go, with one barrier for them all. */
 		if (d->bias != 0 && d->bias != me) {
 			bias_clear(d, 0);
@@ -459,9 +458,9 @@ om_pool_fork_child(void)
 		return;
 	}
 	for (i = 0; i <= mopts.npools; i++) {
-		struct dir_info *d = om_pool_at(i);
+		struct dir_info *d = om_pool_if_open(i);
 
-		if (!om_pool_used(i))
+		if (d == NULL)
 			continue;
 		if (fork_took[i]) {
 			d->mtx.w = 0;
