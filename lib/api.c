@@ -435,6 +435,62 @@ trim_all(const char *func)
 	return pages + om_cache_depot_trim();
 }
 
+/*
+ * A pool none of whose threads is alive gives back what it keeps for them
+ * to reuse: the delayed ring, the empty chunk page of each size class and
+ * the page cache, to the depot where the pools in use take it.  Pool
+ * locked; returns it unlocked.
+ */
+static OM_COLD OM_NOINLINE void
+retire(struct dir_info *d)
+{
+	om_chunk_flush_delayed(d);
+	om_chunk_release_empty(d);
+	while (om_cache_give_back(d)) {
+		unlock(d);
+		lock_admin(d);
+	}
+	unlock(d);
+}
+
+/*
+ * The destructor of mopts.exit_key, run as a thread ends.  The last
+ * thread of a pool leaves it ownerless, as threads come and go: the
+ * blocks it still holds are freed later by other threads, and what it
+ * keeps for reuse would wait for a thread that may never come while the
+ * pools in use map new pages.  So it retires now, and from then on its
+ * chunk pages go as they empty (free_slot) and the pool retires again
+ * once its last block is freed (unlock_freed).  A thread that comes
+ * later counts itself in and finds an empty pool, ready.
+ */
+void
+om_thread_exit(void *arg)
+{
+	uint64_t self = om_self;
+	struct dir_info *d;
+
+	(void)arg;
+	if (OM_SELF_TID(self) == 0 || OM_SELF_BUSY(self) != 0)
+		return;
+	d = mopts.pools[OM_SELF_TID(self) & mopts.pool_mask];
+	if (__atomic_sub_fetch(&d->threads, 1, __ATOMIC_RELAXED) != 0)
+		return;
+	lock_admin(d);
+	d->func = "pthread_exit";
+	retire(d);
+}
+
+/* Unlock after a free, which may have been the last block of an
+ * ownerless pool. */
+OM_INLINE void
+unlock_freed(struct dir_info *d)
+{
+	if (OM_UNLIKELY(om_pool_ownerless(d)) && d->inuse == 0)
+		retire(d);
+	else
+		unlock(d);
+}
+
 /* ------------------------------------------------------------------ */
 /* The standard functions */
 
@@ -506,7 +562,7 @@ free(void *p)
 		return;
 	d = find_ptr("free", p, &r);
 	release(d, r, p, 0, 0);
-	unlock(d);
+	unlock_freed(d);
 }
 
 void cfree(void *p);
@@ -632,7 +688,7 @@ freezero(void *p, size_t sz)
 	if (sz > recorded_size(d, r, p))
 		om_fatal(d, "recorded size < freezero size", p);
 	release(d, r, p, 1, sz);
-	unlock(d);
+	unlock_freed(d);
 }
 
 static void *

@@ -1022,6 +1022,25 @@ om_cache_put(struct dir_info *d, void *p, size_t npages, int guarded)
 		evict(d, (unsigned int)k, quarter(d, (unsigned int)k));
 }
 
+/*
+ * A pool without threads gives its cached runs to the depot, where the
+ * pools in use take them (those it turns away are unmapped), as many as
+ * one unlock() hands on.  1 if runs are left for another round.
+ */
+int
+om_cache_give_back(struct dir_info *d)
+{
+	unsigned int k;
+
+	for (k = 0; k < OM_CACHE_CLASSES; k++)
+		while (d->cache_n[k] > 0) {
+			if (d->npending + EVICT_BATCH > OM_PENDING)
+				return 1;
+			evict(d, k, d->cache_n[k]);
+		}
+	return 0;
+}
+
 /* Give every cached page back to the kernel; returns the pages freed. */
 size_t
 om_cache_trim(struct dir_info *d)

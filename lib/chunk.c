@@ -289,8 +289,10 @@ free_slot(struct dir_info *d, struct chunk_info *info, unsigned int slot)
 	info->free++;
 	if (info->free == 1)
 		list_push(d, info);
-	/* Keep one page with free slots per bucket, to avoid thrashing. */
-	if (info->free == info->total && d->chunk_pages_avail[info->bucket] > 1)
+	/* Keep one page with free slots per bucket, to avoid thrashing,
+	 * unless no thread is left to allocate from it. */
+	if (info->free == info->total &&
+	    (d->chunk_pages_avail[info->bucket] > 1 || om_pool_ownerless(d)))
 		release_page(d, info);
 }
 
@@ -504,6 +506,26 @@ om_chunk_flush_delayed(struct dir_info *d)
 		if (e.p != NULL)
 			undelay(d, e.p, e.info);
 	}
+}
+
+/* Give back every empty chunk page, including the one per bucket that
+ * free_slot keeps. */
+void
+om_chunk_release_empty(struct dir_info *d)
+{
+	unsigned int b, l;
+
+	for (b = 0; b < OM_NBUCKETS; b++)
+		for (l = 0; l < OM_CHUNK_LISTS; l++) {
+			struct chunk_info *info = d->chunk_dir[b][l], *next;
+
+			for (; info != NULL; info = next) {
+				next = info->next;
+				check_info(d, info);
+				if (info->free == info->total)
+					release_page(d, info);
+			}
+		}
 }
 
 /* Bytes the caller may use: the requested size under C, else the slot. */

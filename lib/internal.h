@@ -127,6 +127,8 @@ struct om_readonly {
 	uint8_t canary_byte;		/* fill of chunk canaries, C */
 	int junk_validate_full;		/* J2, F: check every junk byte */
 	int bias_locks;			/* membarrier(2) granted: bias locks */
+	int exit_key_ok;		/* exit_key made: threads are counted */
+	pthread_key_t exit_key;		/* its destructor is om_thread_exit */
 };
 
 extern union om_readonly_page {
@@ -318,6 +320,12 @@ struct dir_info {
 	int junk;			/* junk level of this pool */
 	int extras;			/* more than junk level 1 to do */
 	unsigned int cache_max;		/* cache scale, < and > */
+	/*
+	 * Live threads whose pool this is (om_thread_init counts them in,
+	 * their exit out); the conceal pool and private pools count one
+	 * forever.  At 0 the pool is ownerless: see om_thread_exit.
+	 */
+	int threads;
 
 	/* Region hash table: open addressing, linear probing. */
 	struct region_info *r;
@@ -406,6 +414,7 @@ struct dir_info {
 
 extern int om_ready;
 int om_thread_init(void);
+void om_thread_exit(void *arg);
 struct dir_info *om_pool_create(unsigned int index, int conceal);
 int om_pool_used(unsigned int i);
 int om_pool_open(unsigned int i);
@@ -465,6 +474,13 @@ om_pool_if_open(unsigned int i)
 	return om_pool_used(i) ? om_pool_at(i) : NULL;
 }
 
+/* No live thread has d for its pool (see om_thread_exit). */
+OM_INLINE int
+om_pool_ownerless(struct dir_info *d)
+{
+	return __atomic_load_n(&d->threads, __ATOMIC_RELAXED) == 0;
+}
+
 /* ------------------------------------------------------------------ */
 /* Chunks (chunk.c): sizes up to OM_MAXCHUNK, pool locked. */
 
@@ -486,6 +502,7 @@ size_t om_chunk_usable(struct dir_info *d, struct region_info *r, void *p);
 int om_chunk_resize(struct dir_info *d, struct region_info *r, void *p,
     size_t newsz);
 void om_chunk_flush_delayed(struct dir_info *d);
+void om_chunk_release_empty(struct dir_info *d);
 unsigned int om_chunk_index(struct dir_info *d, struct chunk_info *info,
     const void *p);
 void *om_chunk_caller(struct chunk_info *info, unsigned int slot);
@@ -550,6 +567,7 @@ void *om_cache_get_aligned(struct dir_info *d, size_t npages, int guarded,
     size_t align, int *zeroed);
 void om_cache_put(struct dir_info *d, void *p, size_t npages, int guarded);
 size_t om_cache_trim(struct dir_info *d);
+int om_cache_give_back(struct dir_info *d);
 size_t om_cache_depot_pages(void);
 size_t om_cache_depot_limit(void);
 int om_cache_depot_offer(const struct om_cache_entry *e,

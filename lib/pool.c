@@ -65,6 +65,9 @@ pool_setup(struct dir_info *d, unsigned int index, int conceal)
 	d->extras = conceal || d->junk != 1 || mopts.junk_validate_full ||
 	    mopts.opt.dump || mopts.opt.chunk_canaries || mopts.opt.freecheck;
 	d->cache_max = conceal ? 0 : (unsigned int)mopts.opt.cache_pages;
+	/* Never ownerless (conceal, private pools) unless om_pool_open
+	 * starts the count at 0 for its threads to count themselves in. */
+	d->threads = 1;
 	om_random_seed(&d->rng);
 	d->rnext = om_rword(&d->rng);
 	d->rring = om_rbyte(&d->rng) & (OM_DELAYED - 1);
@@ -135,6 +138,8 @@ om_pool_open(unsigned int i)
 		rc = om_os_commit(body, pool_body(), conceal);
 		if (rc == 0)
 			rc = pool_setup(d, conceal ? OM_MAX_POOLS : i, conceal);
+		if (rc == 0 && !conceal && mopts.exit_key_ok)
+			d->threads = 0;
 		if (rc == 0)
 			__atomic_store_n(&open_pools[i], 1, __ATOMIC_RELEASE);
 	}
@@ -312,6 +317,8 @@ init_locked(void)
 	}
 	pthread_atfork(om_pool_fork_prepare, om_pool_fork_parent,
 	    om_pool_fork_child);
+	mopts.exit_key_ok = pthread_key_create(&mopts.exit_key,
+	    om_thread_exit) == 0;
 
 	/* The options and the pool array never change from here on. */
 	om_os_readonly(&om_ro, sizeof(om_ro));
@@ -355,6 +362,13 @@ om_thread_init(void)
 			return -1;
 	}
 	om_self = tid;
+	/* Counted in its pool until its exit (om_thread_exit).  A key
+	 * beyond glibc's first block is set with calloc: after om_self. */
+	if (mopts.exit_key_ok) {
+		__atomic_fetch_add(&mopts.pools[tid & mopts.pool_mask]->threads,
+		    1, __ATOMIC_RELAXED);
+		pthread_setspecific(mopts.exit_key, (void *)1);
+	}
 	return 0;
 }
 
@@ -471,6 +485,10 @@ om_pool_fork_child(void)
 		d->bias = 0;
 		d->bias_in = 0;
 		d->bias_who = 0;
+		/* Nor the threads counted: this one is counted again by its
+		 * next call. */
+		if (i < mopts.npools && mopts.exit_key_ok)
+			d->threads = 0;
 	}
 	om_cache_fork_child();
 	/* The child is a new thread of its own, whose pool may not be open

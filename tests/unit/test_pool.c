@@ -323,6 +323,157 @@ own_pool_check(void *arg)
 	return ok ? NULL : (void *)2;
 }
 
+/*
+ * Pools whose threads have all exited.  A thread whose tid maps to pool
+ * `want`, one nobody had opened, frees a batch of 48-byte blocks and a
+ * region, so that its pool keeps an empty chunk page and cached pages;
+ * fills the delayed ring with 64-byte blocks; and leaves blocks of two
+ * other sizes alive, for another thread to free: 100 bytes first, so
+ * that their pages empty while the pool still holds blocks.
+ */
+#define LEAVE_N 200
+
+struct leaver {
+	unsigned int want;
+	int hit;
+	int threads;		/* the pool's count while it ran */
+	void *kept[LEAVE_N];
+};
+
+static void *
+leave_blocks(void *arg)
+{
+	struct leaver *l = arg;
+	unsigned int tid = (unsigned int)syscall(SYS_gettid), i;
+	void *batch[LEAVE_N], *region;
+
+	if ((tid & mopts.pool_mask) != l->want)
+		return NULL;
+	l->hit = 1;
+	for (i = 0; i < LEAVE_N; i++)
+		batch[i] = malloc(48);
+	region = malloc(3 * OM_PAGE_SIZE);
+	for (i = 0; i < LEAVE_N; i++) {
+		l->kept[i] = malloc(i < LEAVE_N / 2 ? 100 : 1000);
+		free(malloc(64));
+	}
+	for (i = 0; i < LEAVE_N; i++)
+		free(batch[i]);
+	free(region);
+	l->threads = mopts.pools[l->want]->threads;
+	return NULL;
+}
+
+/* d keeps no empty chunk page. */
+static void
+assert_no_empty_page(struct dir_info *d)
+{
+	unsigned int b, l;
+
+	for (b = 0; b < OM_NBUCKETS; b++)
+		for (l = 0; l < OM_CHUNK_LISTS; l++) {
+			struct chunk_info *info;
+
+			for (info = d->chunk_dir[b][l]; info != NULL;
+			    info = info->next)
+				ck_assert_uint_lt(info->free, info->total);
+		}
+}
+
+/* d keeps nothing for reuse: no delayed chunk, no empty chunk page, no
+ * cached page. */
+static void
+assert_kept_nothing(struct dir_info *d)
+{
+	unsigned int i;
+
+	for (i = 0; i < OM_DELAYED; i++)
+		ck_assert_ptr_null(d->delayed[i].p);
+	assert_no_empty_page(d);
+	ck_assert_uint_eq(d->cache_pages, 0);
+}
+
+/* A fork child counts only itself, in its own pool. */
+static void
+do_count_child(void *arg)
+{
+	unsigned int j = (unsigned int)syscall(SYS_gettid) & mopts.pool_mask;
+	unsigned int i;
+
+	(void)arg;
+	free(malloc(10));
+	for (i = 0; i < mopts.npools; i++)
+		if (om_pool_used(i) &&
+		    mopts.pools[i]->threads != (i == j ? 1 : 0))
+			abort();
+}
+
+START_TEST(ownerless_pool_gives_back)
+{
+	struct leaver l = { 0 };
+	struct child c;
+	struct dir_info *d;
+	unsigned int own, b, i;
+	pthread_t t;
+
+	free(malloc(1));
+	own = (unsigned int)syscall(SYS_gettid) & mopts.pool_mask;
+	ck_assert(mopts.exit_key_ok);
+	ck_assert_int_eq(mopts.pools[own]->threads, 1);
+	/* A pool that holds nothing yet: not the test's, nor the runner's
+	 * whose blocks this forked test inherits. */
+	for (l.want = 0; l.want < mopts.npools && om_pool_used(l.want);
+	    l.want++)
+		;
+	if (l.want == mopts.npools)
+		return;
+	for (i = 0; i < 100000 && !l.hit; i++) {
+		ck_assert_int_eq(pthread_create(&t, NULL, leave_blocks, &l),
+		    0);
+		ck_assert_int_eq(pthread_join(t, NULL), 0);
+	}
+	ck_assert(l.hit);
+	ck_assert_int_eq(l.threads, 1);
+	d = mopts.pools[l.want];
+
+	/* Its thread gone, the pool gave back what it kept... */
+	ck_assert_int_eq(d->threads, 0);
+	assert_kept_nothing(d);
+	ck_assert_uint_gt(d->inuse, 0);
+	/* ...and gives back the pages of the blocks it held as other
+	 * threads free them, the last one taking the ring with it. */
+	for (i = 0; i < LEAVE_N - 1; i++) {
+		free(l.kept[i]);
+		assert_no_empty_page(d);
+	}
+	ck_assert_uint_gt(d->inuse, 0);
+	free(l.kept[i]);
+	ck_assert_uint_eq(d->inuse, 0);
+	assert_kept_nothing(d);
+	for (b = 0; b < OM_NBUCKETS; b++)
+		ck_assert_uint_eq(d->chunk_pages_avail[b], 0);
+	ck_assert_uint_eq(d->regions_free, d->regions_total);
+
+	/* A thread that comes later counts itself in and allocates. */
+	l.hit = 0;
+	for (i = 0; i < 100000 && !l.hit; i++) {
+		ck_assert_int_eq(pthread_create(&t, NULL, leave_blocks, &l),
+		    0);
+		ck_assert_int_eq(pthread_join(t, NULL), 0);
+	}
+	ck_assert(l.hit);
+	ck_assert_int_eq(l.threads, 1);
+	ck_assert_int_eq(d->threads, 0);
+	for (i = 0; i < LEAVE_N; i++)
+		free(l.kept[i]);
+	assert_kept_nothing(d);
+
+	unit_run(do_count_child, NULL, &c);
+	ck_assert_msg(WIFEXITED(c.status) && WEXITSTATUS(c.status) == 0,
+	    "fork child: 0x%x %s", c.status, c.out);
+}
+END_TEST
+
 START_TEST(thread_pool)
 {
 	pthread_t t[6];
@@ -863,6 +1014,7 @@ main(void)
 	tcase_add_test(t, pools_open_on_use);
 	tcase_add_test(t, options_readonly);
 	tcase_add_test(t, thread_pool);
+	tcase_add_test(t, ownerless_pool_gives_back);
 	tcase_add_test(t, fork_hooks_lock_all);
 	tcase_add_test(t, fork_while_threads_allocate);
 	tcase_add_test(t, bias_grant_revoke);
