@@ -18,6 +18,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <malloc.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -312,6 +313,37 @@ chunk_waf_next_free(void)
 	p = launder((void *)p);
 	p[0] = 0x41;
 	free(q);
+	return survived();
+}
+
+/*
+ * A thread writes into a chunk it freed, then exits.  It was the only
+ * thread of its pool (the main thread's tid is one less), which gives
+ * back its delayed ring as the thread exits and checks the junk on the
+ * way out.
+ */
+static void *
+waf_then_exit(void *arg)
+{
+	volatile char *p = malloc(64);
+
+	(void)arg;
+	report_ptr((void *)p);
+	free((void *)p);
+	p = launder((void *)p);
+	p[0] = 0x41;
+	return NULL;
+}
+
+static int
+thread_waf_exit(void)
+{
+	pthread_t t;
+
+	free(launder(malloc(64)));
+	if (pthread_create(&t, NULL, waf_then_exit, NULL) != 0 ||
+	    pthread_join(t, NULL) != 0)
+		return failed("pthread");
 	return survived();
 }
 
@@ -674,6 +706,7 @@ static const struct {
 	A(realloc_region_interior),
 	A(chunk_waf_churn),
 	A(chunk_waf_next_free),
+	A(thread_waf_exit),
 	A(page_waf),
 	A(chunk_canary),
 	A(freezero_chunk_big),

@@ -87,6 +87,8 @@ static const struct misuse_case misuse_cases[] = {
 	    "write into a freed 64-byte chunk, then free one other chunk"),
 	INFO("chunk_waf_next_free", "",
 	    "write into a freed 64-byte chunk, then free one other chunk"),
+	ABORT("thread_waf_exit", "", "pthread_exit", R_WAF, 1,
+	    "a thread writes into a 64-byte chunk it freed, then exits"),
 	SEGV("page_waf", "U", "write into a freed 16 KiB region"),
 	SEGV("page_waf", "F", "write into a freed 16 KiB region"),
 	SEGV("page_waf", "S", "write into a freed 16 KiB region"),
