@@ -35,6 +35,7 @@
 #define WARM_MIN 4		/* used runs a get chooses among, at least */
 #define RESERVE_MIN 64		/* pages of a pool's first reserve */
 #define RESERVE_MAX 256		/* and of any later one (1 MiB) */
+#define TAKE_AT_RUNS 256	/* cached runs searched to grow in place */
 /* The level-1 junk words of a page: om_junk_step of a page's words. */
 #define PAGE_STEP (OM_PAGE_SIZE / sizeof(uint64_t) / 4)
 
@@ -796,6 +797,61 @@ om_cache_get(struct dir_info *d, size_t npages, int guarded, int *zeroed)
 	    guarded, 0, zeroed)) != NULL)
 		return p;
 	return map_fresh(d, npages, guarded, zeroed);
+}
+
+/*
+ * Grow a region in place: the cached run that starts at p, where the
+ * region ends, gives its first npages pages, made usable and their junk
+ * checked; the rest of the run stays cached (or is unmapped when its
+ * class is full).  1 if done.  Misses in a pool map runs of a few pages
+ * in batches, from the top of the reserve down, so a block grown a page
+ * at a time usually finds a run behind it: the block it moved out of, or
+ * a fresh run of its batch.  Without that, each page would cost a copy
+ * and leave a run of each length it passed in the cache.  A cache of
+ * more than TAKE_AT_RUNS runs is not searched: the copy costs less.
+ */
+int
+om_cache_take_at(struct dir_info *d, uintptr_t p, size_t npages)
+{
+	size_t len = npages << OM_PAGE_SHIFT;
+	unsigned int k, j;
+	uint64_t m;
+
+	if (d->cache_used > TAKE_AT_RUNS)
+		return 0;
+	for (m = d->cache_classes; m != 0; m &= m - 1) {
+		k = (unsigned int)__builtin_ctzll(m);
+		for (j = 0; j < d->cache_n[k]; j++) {
+			struct om_cache_entry e = *slot(d, k, j), rest;
+			int kr;
+
+			if (e.p != p)
+				continue;
+			if (e.npages < npages || e.guarded ||
+			    (e.noaccess && om_os_protect((void *)p, len, 1)))
+				return 0;
+			if (e.junked && d->junk)
+				om_junk_validate(d, mopts.junk_validate_full,
+				    (void *)p, len);
+			remove_entry(d, k, j);
+			if (e.npages == npages)
+				return 1;
+			rest = e;
+			split_front(&rest, npages);
+			kr = class_of(rest.npages);
+			if (room_for(d, (unsigned int)kr, rest.npages) > 0)
+				add_entry(d, (unsigned int)kr, &rest);
+			else {
+				struct om_span s = { .p = rest.p,
+					.len = (size_t)rest.npages <<
+					    OM_PAGE_SHIFT };
+
+				unmap_spans(d, &s, 1);
+			}
+			return 1;
+		}
+	}
+	return 0;
 }
 
 /*

@@ -568,6 +568,7 @@ void *om_cache_get_aligned(struct dir_info *d, size_t npages, int guarded,
 void om_cache_put(struct dir_info *d, void *p, size_t npages, int guarded);
 size_t om_cache_trim(struct dir_info *d);
 int om_cache_give_back(struct dir_info *d);
+int om_cache_take_at(struct dir_info *d, uintptr_t p, size_t npages);
 size_t om_cache_depot_pages(void);
 size_t om_cache_depot_limit(void);
 int om_cache_depot_offer(const struct om_cache_entry *e,

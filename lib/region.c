@@ -387,16 +387,23 @@ om_region_realloc(struct dir_info *d, struct region_info *r, void *p,
 		d->inuse -= oldlen - newlen;
 		d->cheap_reallocs++;
 	} else if (newlen > oldlen) {
-		if (mopts.guard || oldlen < REALLOC_INPLACE_MIN)
+		if (mopts.guard)
 			return NULL;
 		d->cheap_realloc_tries++;
-		if ((q = om_os_remap(page, oldlen, newlen)) == NULL)
-			return NULL;
-		if (q != page) {
-			r = rekey(d, r, (uintptr_t)q);
-			p = page = q;
+		if (oldlen < REALLOC_INPLACE_MIN) {
+			/* Into the cached pages behind it, if they are. */
+			if (!om_cache_take_at(d, (uintptr_t)page + oldlen,
+			    (newlen - oldlen) >> OM_PAGE_SHIFT))
+				return NULL;
+		} else {
+			if ((q = om_os_remap(page, oldlen, newlen)) == NULL)
+				return NULL;
+			if (q != page) {
+				r = rekey(d, r, (uintptr_t)q);
+				p = page = q;
+			}
+			d->mapped += newlen - oldlen;
 		}
-		d->mapped += newlen - oldlen;
 		d->inuse += newlen - oldlen;
 		d->cheap_reallocs++;
 		if (d->junk >= 2)

@@ -723,6 +723,86 @@ START_TEST(junk_fill)
 }
 END_TEST
 
+/* Whether p's page can be written: in a child, which a fault kills. */
+static void
+do_poke(void *arg)
+{
+	*(volatile char *)arg = 1;
+}
+
+/*
+ * A region grows in place into the cached run behind it: the run gives
+ * its front, accessible and its junk checked, and the rest stays cached
+ * (PROT_NONE under U).  No run there, or a run too short: nothing done.
+ */
+START_TEST(take_at_grows_in_place)
+{
+	struct dir_info *d = unit_pool();
+	char *p = own_pages(d, 6);
+	size_t pages;
+	struct child c;
+
+	if (d->cache_max < 4)
+		return;
+	put_busy(d, p + 2 * OM_PAGE_SIZE, 3);
+	pages = d->cache_pages;
+	ck_assert_int_eq(om_cache_take_at(d, (uintptr_t)p + OM_PAGE_SIZE, 1),
+	    0);
+	ck_assert_int_eq(om_cache_take_at(d, (uintptr_t)p + 2 * OM_PAGE_SIZE,
+	    4), 0);
+	ck_assert_uint_eq(d->cache_pages, pages);
+
+	ck_assert_int_eq(om_cache_take_at(d, (uintptr_t)p + 2 * OM_PAGE_SIZE,
+	    1), 1);
+	ck_assert_uint_eq(d->cache_pages, pages - 1);
+	ck_assert(!cached(d, p + 2 * OM_PAGE_SIZE));
+	ck_assert(cached(d, p + 3 * OM_PAGE_SIZE));
+	ck_assert(cached(d, p + 4 * OM_PAGE_SIZE));
+	unit_run(do_poke, p + 2 * OM_PAGE_SIZE, &c);
+	ck_assert_msg(WIFEXITED(c.status), "taken page: 0x%x", c.status);
+	unit_run(do_poke, p + 3 * OM_PAGE_SIZE, &c);
+	if (mopts.opt.freeunmap)
+		ck_assert_msg(unit_signalled(&c, SIGSEGV), "rest: 0x%x",
+		    c.status);
+	else
+		ck_assert_msg(WIFEXITED(c.status), "rest: 0x%x", c.status);
+
+	/* The whole rest. */
+	ck_assert_int_eq(om_cache_take_at(d, (uintptr_t)p + 3 * OM_PAGE_SIZE,
+	    2), 1);
+	ck_assert_uint_eq(d->cache_pages, pages - 3);
+	ck_assert(!cached(d, p + 4 * OM_PAGE_SIZE));
+}
+END_TEST
+
+/* A write into the cached run a region grows into is caught. */
+static void
+do_write_then_take(void *arg)
+{
+	struct dir_info *d = unit_pool();
+	char *p = own_pages(d, 3);
+
+	(void)arg;
+	put_busy(d, p + OM_PAGE_SIZE, 2);
+	p[OM_PAGE_SIZE] = 'x';
+	om_cache_take_at(d, (uintptr_t)p + OM_PAGE_SIZE, 1);
+}
+
+START_TEST(take_at_checks_junk)
+{
+	struct child c;
+
+	unit_init();
+	if (mopts.opt.junk == 0 || mopts.opt.cache_pages < 2)
+		return;
+	unit_run(do_write_then_take, NULL, &c);
+	if (mopts.opt.freeunmap)
+		ck_assert(unit_signalled(&c, SIGSEGV));
+	else
+		ck_assert_fatal(&c, "malloc", "write after free");
+}
+END_TEST
+
 static void
 do_write_cached(void *arg)
 {
@@ -885,6 +965,8 @@ main(void)
 	tcase_add_test(t, guarded_entries_apart);
 	tcase_add_test(t, junk_fill);
 	tcase_add_test(t, write_after_free_detected);
+	tcase_add_test(t, take_at_grows_in_place);
+	tcase_add_test(t, take_at_checks_junk);
 	tcase_add_test(t, api_write_after_free);
 	tcase_add_test(t, junk_helpers);
 	tcase_add_test(t, page_junk_words);

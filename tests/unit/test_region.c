@@ -386,17 +386,30 @@ START_TEST(realloc_in_place)
 	/* Small sizes always move. */
 	ck_assert_ptr_null(om_region_realloc(d, om_region_find(d, p), p,
 	    OM_MAXCHUNK));
-	/* Under 64 KiB a region moves both ways, without trying: the cache
-	 * holds runs by exact length, and the tail a shrink would leave, or
-	 * a run taken apart, is a length nobody asked for. */
+	/* Under 64 KiB a region moves to shrink, without trying: the cache
+	 * holds runs by exact length, and the tail a shrink would leave is a
+	 * length nobody asked for. */
 	p = om_region_alloc(d, 5 * OM_PAGE_SIZE, 0, 0, NULL);
 	ck_assert_ptr_nonnull(p);
 	ck_assert_ptr_null(om_region_realloc(d, om_region_find(d, p), p,
 	    3 * OM_PAGE_SIZE));
-	ck_assert_ptr_null(om_region_realloc(d, om_region_find(d, p), p,
-	    6 * OM_PAGE_SIZE));
 	ck_assert_uint_eq(d->cheap_realloc_tries, 2);
-	ck_assert_uint_eq(om_region_find(d, p)->size, 5 * OM_PAGE_SIZE);
+	/* It grows into the cached run behind it: p is the lowest of the
+	 * runs its miss mapped, and the next one is cached, fresh. */
+	ck_assert(om_region_find(d, p + 5 * OM_PAGE_SIZE) == NULL);
+	q = om_region_realloc(d, om_region_find(d, p), p, 6 * OM_PAGE_SIZE);
+	ck_assert_ptr_eq(q, p);
+	ck_assert_uint_eq(d->cheap_realloc_tries, 3);
+	ck_assert_uint_eq(d->cheap_reallocs, 3);
+	ck_assert_uint_eq(om_region_find(d, p)->size, 6 * OM_PAGE_SIZE);
+	ck_assert_uint_eq(d->inuse, 24 * OM_PAGE_SIZE);
+	p[6 * OM_PAGE_SIZE - 1] = 1;
+	/* What is left of that run, 4 pages, is too short for 6 more. */
+	ck_assert_ptr_null(om_region_realloc(d, om_region_find(d, p), p,
+	    12 * OM_PAGE_SIZE));
+	ck_assert_uint_eq(d->cheap_realloc_tries, 4);
+	ck_assert_uint_eq(d->cheap_reallocs, 3);
+	ck_assert_uint_eq(om_region_find(d, p)->size, 6 * OM_PAGE_SIZE);
 }
 END_TEST
 
