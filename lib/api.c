@@ -358,20 +358,21 @@ find_ptr(const char *func, const void *p, struct region_info **rp)
 /* ------------------------------------------------------------------ */
 /* Core operations, pool locked */
 
+/* sz bytes; flags as om_region_alloc's (zero is OM_ALLOC_ZERO). */
 static void *
-alloc(struct dir_info *d, size_t sz, int zero, void *f)
+alloc(struct dir_info *d, size_t sz, int flags, void *f)
 {
 	void *p;
 
 	if (OM_LIKELY(sz <= OM_MAXCHUNK)) {
 		p = om_chunk_alloc(d, sz, sz == 0 ? 0 : om_bucket_of(sz), f);
-		if (zero && p != NULL && sz != 0)
+		if ((flags & OM_ALLOC_ZERO) && p != NULL && sz != 0)
 			memset(p, 0, sz);
 		return p;
 	}
 	if (OM_UNLIKELY(sz > PTRDIFF_MAX))
 		return NULL;
-	return om_region_alloc(d, sz, 0, zero, f);
+	return om_region_alloc(d, sz, 0, flags, f);
 }
 
 static void
@@ -399,7 +400,8 @@ move(struct dir_info *d, void *p, size_t oldsz, size_t newsz, int zero,
     void *f, size_t clearsz)
 {
 	struct region_info *r;
-	void *q = alloc(d, newsz, zero, f);
+	void *q = alloc(d, newsz, zero | (newsz > oldsz ? OM_ALLOC_GROW : 0),
+	    f);
 
 	if (q == NULL)
 		return NULL;

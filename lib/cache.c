@@ -767,6 +767,84 @@ take_fitting(struct dir_info *d, unsigned int k, unsigned int n,
 }
 
 /*
+ * Take the first npages pages of the run in slot i of class k, at least
+ * that long and not guarded: made usable and their junk checked.  The
+ * rest stays cached, in the class of its length, or is unmapped when
+ * that class is full.  The pages, or NULL if they could not be made
+ * accessible (U).
+ */
+static void *
+take_front(struct dir_info *d, unsigned int k, unsigned int i,
+    size_t npages)
+{
+	struct om_cache_entry e = *slot(d, k, i), rest;
+	size_t len = npages << OM_PAGE_SHIFT;
+	int kr;
+
+	if (e.noaccess && om_os_protect((void *)e.p, len, 1) != 0)
+		return NULL;
+	if (e.junked && d->junk)
+		om_junk_validate(d, mopts.junk_validate_full, (void *)e.p,
+		    len);
+	remove_entry(d, k, i);
+	if (e.npages == npages)
+		return (void *)e.p;
+	rest = e;
+	split_front(&rest, npages);
+	kr = class_of(rest.npages);
+	if (room_for(d, (unsigned int)kr, rest.npages) > 0)
+		add_entry(d, (unsigned int)kr, &rest);
+	else {
+		struct om_span s = { .p = rest.p,
+			.len = (size_t)rest.npages << OM_PAGE_SHIFT };
+
+		unmap_spans(d, &s, 1);
+	}
+	return (void *)e.p;
+}
+
+/*
+ * A class with no used run of npages (k its class), for a block that
+ * grows: the front of a used run of the next longer class that has one,
+ * at random among them, as OpenBSD splits a longer cached region.  The
+ * pages are already resident, and the block then finds the rest of the
+ * run behind it as it grows (om_cache_take_at): a buffer built up again
+ * and again reuses the pages it had, instead of touching fresh ones and
+ * leaving a run of every length it passed through.  Runs of class 0 are
+ * longer than any other class's; among them one long enough is taken.
+ * Other requests never split a run: in a program of blocks of many
+ * lengths (phong) that would cut up the runs the next requests ask for.
+ */
+static void *
+take_longer(struct dir_info *d, unsigned int k, size_t npages, int *zeroed)
+{
+	/* The longer classes, then class 0 (as bit 63). */
+	uint64_t m = k == 0 ? 0 : d->cache_classes & ~(((uint64_t)2 << k) - 1);
+	unsigned int j, i, n;
+
+	if (d->cache_classes & 1)
+		m |= (uint64_t)1 << 63;
+	for (; m != 0; m &= m - 1) {
+		j = (unsigned int)__builtin_ctzll(m);
+		if (j == 63)
+			j = 0;
+		n = d->cache_warm[j];
+		if (n == 0)
+			continue;
+		i = (unsigned int)((om_rbyte(&d->rng) * n) >> 8);
+		for (unsigned int t = 0; t < n; t++, i = i + 1 < n ? i + 1 : 0) {
+			const struct om_cache_entry *e = slot(d, j, i);
+
+			if (e->npages <= npages || e->guarded)
+				continue;
+			*zeroed = 0;
+			return take_front(d, j, i, npages);
+		}
+	}
+	return NULL;
+}
+
+/*
  * npages pages (the last one a guard page if guarded, already installed
  * for pages that come from the cache).  *zeroed tells whether they are
  * known to be zero.  NULL when the kernel has no memory.  A run of the
@@ -800,20 +878,34 @@ om_cache_get(struct dir_info *d, size_t npages, int guarded, int *zeroed)
 }
 
 /*
+ * For a block that moves to grow: when its length has no used run, the
+ * front of a longer used run (take_longer), which it can then grow into.
+ * NULL otherwise: om_cache_get then serves it as any other.
+ */
+void *
+om_cache_get_to_grow(struct dir_info *d, size_t npages, int *zeroed)
+{
+	int k = class_of(npages);
+
+	if (k < 0 || d->cache_warm[k] != 0)
+		return NULL;
+	d->cache_idle = 0;
+	return take_longer(d, (unsigned int)k, npages, zeroed);
+}
+
+/*
  * Grow a region in place: the cached run that starts at p, where the
- * region ends, gives its first npages pages, made usable and their junk
- * checked; the rest of the run stays cached (or is unmapped when its
- * class is full).  1 if done.  Misses in a pool map runs of a few pages
- * in batches, from the top of the reserve down, so a block grown a page
- * at a time usually finds a run behind it: the block it moved out of, or
- * a fresh run of its batch.  Without that, each page would cost a copy
- * and leave a run of each length it passed in the cache.  A cache of
- * more than TAKE_AT_RUNS runs is not searched: the copy costs less.
+ * region ends, gives its first npages pages (take_front).  1 if done.
+ * Misses in a pool map runs of a few pages in batches, from the top of
+ * the reserve down, so a block grown a page at a time usually finds a
+ * run behind it: the block it moved out of, or a fresh run of its batch.
+ * Without that, each page would cost a copy and leave a run of each
+ * length it passed in the cache.  A cache of more than TAKE_AT_RUNS runs
+ * is not searched: the copy costs less.
  */
 int
 om_cache_take_at(struct dir_info *d, uintptr_t p, size_t npages)
 {
-	size_t len = npages << OM_PAGE_SHIFT;
 	unsigned int k, j;
 	uint64_t m;
 
@@ -822,33 +914,13 @@ om_cache_take_at(struct dir_info *d, uintptr_t p, size_t npages)
 	for (m = d->cache_classes; m != 0; m &= m - 1) {
 		k = (unsigned int)__builtin_ctzll(m);
 		for (j = 0; j < d->cache_n[k]; j++) {
-			struct om_cache_entry e = *slot(d, k, j), rest;
-			int kr;
+			const struct om_cache_entry *e = slot(d, k, j);
 
-			if (e.p != p)
+			if (e->p != p)
 				continue;
-			if (e.npages < npages || e.guarded ||
-			    (e.noaccess && om_os_protect((void *)p, len, 1)))
+			if (e->npages < npages || e->guarded)
 				return 0;
-			if (e.junked && d->junk)
-				om_junk_validate(d, mopts.junk_validate_full,
-				    (void *)p, len);
-			remove_entry(d, k, j);
-			if (e.npages == npages)
-				return 1;
-			rest = e;
-			split_front(&rest, npages);
-			kr = class_of(rest.npages);
-			if (room_for(d, (unsigned int)kr, rest.npages) > 0)
-				add_entry(d, (unsigned int)kr, &rest);
-			else {
-				struct om_span s = { .p = rest.p,
-					.len = (size_t)rest.npages <<
-					    OM_PAGE_SHIFT };
-
-				unmap_spans(d, &s, 1);
-			}
-			return 1;
+			return take_front(d, k, j, npages) != NULL;
 		}
 	}
 	return 0;

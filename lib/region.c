@@ -240,10 +240,11 @@ map_aligned(struct dir_info *d, size_t len, size_t align)
 
 /*
  * A page region of sz bytes (sz <= PTRDIFF_MAX, checked by the caller),
- * aligned to align.  zero: the caller wants zeroed memory.
+ * aligned to align.  flags: OM_ALLOC_ZERO, the caller wants zeroed
+ * memory; OM_ALLOC_GROW, a block moves to grow (om_cache_get_to_grow).
  */
 void *
-om_region_alloc(struct dir_info *d, size_t sz, size_t align, int zero,
+om_region_alloc(struct dir_info *d, size_t sz, size_t align, int flags,
     void *f)
 {
 	size_t off = shift_of(sz, align), len, datalen;
@@ -263,7 +264,8 @@ om_region_alloc(struct dir_info *d, size_t sz, size_t align, int zero,
 			zeroed = 1;
 			d->mapped += len;
 		}
-	} else
+	} else if (!(flags & OM_ALLOC_GROW) || guard || (p =
+	    om_cache_get_to_grow(d, len >> OM_PAGE_SHIFT, &zeroed)) == NULL)
 		p = om_cache_get(d, len >> OM_PAGE_SHIFT, guard != 0, &zeroed);
 	if (p == NULL)
 		return NULL;
@@ -282,9 +284,9 @@ om_region_alloc(struct dir_info *d, size_t sz, size_t align, int zero,
 	d->inuse += datalen;
 	if (guard)
 		d->guarded += guard;
-	if (zero && !zeroed)
+	if ((flags & OM_ALLOC_ZERO) && !zeroed)
 		memset(p + off, 0, sz);
-	else if (!zero && d->junk >= 2)
+	else if (!(flags & OM_ALLOC_ZERO) && d->junk >= 2)
 		memset(p + off, OM_JUNK_NEW, sz);
 	if (mopts.opt.chunk_canaries) {
 		/* The entry just inserted, without probing the table again. */

@@ -775,6 +775,37 @@ START_TEST(take_at_grows_in_place)
 }
 END_TEST
 
+/*
+ * A block that moves to grow, with no used run of its length cached,
+ * takes the front of a longer used run; the rest stays cached behind it.
+ */
+START_TEST(get_to_grow_splits_used_run)
+{
+	struct dir_info *d = unit_pool();
+	char *p, *q, *r;
+	int z = -1;
+
+	if (d->cache_cap[8] == 0 || d->cache_cap[2] == 0)
+		return;
+	p = own_pages(d, 8);
+	put_busy(d, p, 8);
+	q = om_cache_get_to_grow(d, 2, &z);
+	ck_assert_ptr_eq(q, p);
+	ck_assert_int_eq(z, 0);
+	ck_assert(!cached(d, p + OM_PAGE_SIZE));
+	ck_assert(cached(d, p + 2 * OM_PAGE_SIZE));
+	ck_assert(cached(d, p + 7 * OM_PAGE_SIZE));
+	ck_assert_uint_eq(d->cache_n[6], 1);
+	memset(q, 1, 2 * OM_PAGE_SIZE);
+	/* A used run of its own length: taken as any request takes it. */
+	r = own_pages(d, 2);
+	put_busy(d, r, 2);
+	ck_assert_ptr_null(om_cache_get_to_grow(d, 2, &z));
+	/* Nothing longer than asked for: nothing. */
+	ck_assert_ptr_null(om_cache_get_to_grow(d, 7, &z));
+}
+END_TEST
+
 /* A write into the cached run a region grows into is caught. */
 static void
 do_write_then_take(void *arg)
@@ -966,6 +997,7 @@ main(void)
 	tcase_add_test(t, junk_fill);
 	tcase_add_test(t, write_after_free_detected);
 	tcase_add_test(t, take_at_grows_in_place);
+	tcase_add_test(t, get_to_grow_splits_used_run);
 	tcase_add_test(t, take_at_checks_junk);
 	tcase_add_test(t, api_write_after_free);
 	tcase_add_test(t, junk_helpers);

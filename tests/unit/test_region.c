@@ -413,6 +413,38 @@ START_TEST(realloc_in_place)
 }
 END_TEST
 
+/* A buffer built up again reuses the pages it had: the block that moves
+ * to grow takes the front of the freed run and grows into the rest. */
+START_TEST(regrowth_reuses_pages)
+{
+	struct dir_info *d = unit_pool();
+	char *p = om_region_alloc(d, 16 * OM_PAGE_SIZE, 0, 0, NULL), *q;
+	size_t mapped;
+
+	ck_assert_ptr_nonnull(p);
+	om_region_free(d, om_region_find(d, p), p, 0, 0);
+	mapped = d->mapped;
+	q = om_region_alloc(d, 2 * OM_PAGE_SIZE, 0, OM_ALLOC_GROW, NULL);
+	ck_assert_ptr_nonnull(q);
+	if (mopts.guard || d->cache_max == 0) {
+		ck_assert_ptr_ne(q, p);
+		return;
+	}
+	ck_assert_ptr_eq(q, p);
+	q = om_region_realloc(d, om_region_find(d, q), q, 9 * OM_PAGE_SIZE);
+	ck_assert_ptr_eq(q, p);
+	q = om_region_realloc(d, om_region_find(d, q), q, 16 * OM_PAGE_SIZE);
+	ck_assert_ptr_eq(q, p);
+	ck_assert_uint_eq(d->mapped, mapped);
+	memset(q, 1, 16 * OM_PAGE_SIZE);
+	/* Without the flag, a request of a length not cached does not cut
+	 * up a longer run. */
+	om_region_free(d, om_region_find(d, q), q, 0, 0);
+	q = om_region_alloc(d, 2 * OM_PAGE_SIZE, 0, 0, NULL);
+	ck_assert(q < p || q >= p + 16 * OM_PAGE_SIZE);
+}
+END_TEST
+
 static void
 do_bogus(void *arg)
 {
@@ -517,6 +549,7 @@ main(void)
 	tcase_add_test(t, zeroed_on_reuse);
 	tcase_add_test(t, accounting);
 	tcase_add_test(t, realloc_in_place);
+	tcase_add_test(t, regrowth_reuses_pages);
 	tcase_add_test(t, bogus_pointers);
 	tcase_add_test(t, region_canary_and_guard);
 	suite_add_tcase(s, t);
