@@ -849,11 +849,11 @@ take_longer(struct dir_info *d, unsigned int k, size_t npages, int *zeroed)
  * for pages that come from the cache).  *zeroed tells whether they are
  * known to be zero.  NULL when the kernel has no memory.  A run of the
  * exact length is taken at random from its class, so that the order of
- * reuse cannot be predicted; runs are never split.  The runs the program
- * used before go first, as long as there are at least WARM_MIN of them
- * to choose from: the fresh runs a batch mapped ahead are then not
- * touched one by one, each becoming resident, for a loop that needs a
- * few pages.
+ * reuse cannot be predicted; runs are not split (but see take_longer).
+ * The runs the program used before go first, as long as there are at
+ * least WARM_MIN of them to choose from: the fresh runs a batch mapped
+ * ahead are then not touched one by one, each becoming resident, for a
+ * loop that needs a few pages.
  */
 void *
 om_cache_get(struct dir_info *d, size_t npages, int guarded, int *zeroed)
