@@ -989,8 +989,10 @@ neighbour(struct dir_info *d, uintptr_t lo, uintptr_t hi, unsigned int *kp)
  * count: they save a system call now at the cost of a cache entry.
  * Runs that touch are joined where their state is the same, and each
  * joined run is offered to the depot as one, or unmapped in one call,
- * once the lock is released: a heap freed in order goes back in a few
- * calls, not one per run.  A joined run's level-1 junk is then checked
+ * once the lock is released; a stretch of touching runs longer than the
+ * depot keeps goes back whole, none of it offered, as pieces the depot
+ * took would cut it into several calls: a heap freed in order goes back
+ * in a few calls, not one per run.  A joined run's level-1 junk is then checked
  * in its first page only.  Which runs leave does not make reuse
  * predictable: a get still takes a random run of what stays.
  */
@@ -998,10 +1000,10 @@ static void
 evict(struct dir_info *d, unsigned int k, unsigned int count)
 {
 	struct om_span out[EVICT_BATCH], batch[EVICT_BATCH];
-	unsigned int m = 0, i, nb = 0, taken = 0;
+	unsigned int m = 0, i, g, nb = 0, taken = 0;
 	uintptr_t lo = 0, hi = 0;
 	unsigned int kk = k;
-	int j = -1;
+	int j = -1, whole = 0;
 
 	while (m < EVICT_BATCH) {
 		if (j < 0) {
@@ -1030,14 +1032,25 @@ evict(struct dir_info *d, unsigned int k, unsigned int count)
 	if (m == 0)
 		return;
 	sort_spans(out, m);
-	for (i = 0; i < m; i++) {
+	for (i = 0, g = 0; i < m; i++) {
 		struct om_cache_entry run = out[i].offer;
 		size_t len;
 
-		while (i + 1 < m && joins(&run, &out[i + 1].offer))
+		if (i == g) {
+			/* A new stretch of touching runs: longer than the
+			 * depot keeps, it goes back whole, in one call. */
+			size_t pages = run.npages;
+
+			for (g = i + 1; g < m && out[g].p == out[g - 1].p +
+			    ((uintptr_t)out[g - 1].offer.npages <<
+			    OM_PAGE_SHIFT); g++)
+				pages += out[g].offer.npages;
+			whole = pages > DEPOT_RUN;
+		}
+		while (i + 1 < g && joins(&run, &out[i + 1].offer))
 			run.npages += out[++i].offer.npages;
 		len = (size_t)run.npages << OM_PAGE_SHIFT;
-		if (!run.guarded && run.npages <= DEPOT_RUN &&
+		if (!whole && !run.guarded && run.npages <= DEPOT_RUN &&
 		    d->npending < OM_PENDING) {
 			/* Offered to the depot by unlock(). */
 			struct om_span *q = &d->pending[d->npending++];
