@@ -122,6 +122,32 @@ START_TEST(guard_pages)
 }
 END_TEST
 
+/* The first pool of the array nobody has opened; npools if none. */
+static unsigned int
+first_closed_pool(void)
+{
+	unsigned int i;
+
+	for (i = 0; i < mopts.npools && om_pool_used(i); i++)
+		;
+	return i;
+}
+
+/* Start threads running fn(arg), one at a time, until one sets *hit
+ * (its tid mapped to the pool fn looks for). */
+static void
+threads_until(void *(*fn)(void *), void *arg, const int *hit)
+{
+	pthread_t t;
+	unsigned int i;
+
+	for (i = 0; i < 100000 && !*hit; i++) {
+		ck_assert_int_eq(pthread_create(&t, NULL, fn, arg), 0);
+		ck_assert_int_eq(pthread_join(t, NULL), 0);
+	}
+	ck_assert(*hit);
+}
+
 /* A thread that opens pool `want` when its tid maps there. */
 struct opener {
 	unsigned int want;
@@ -165,8 +191,7 @@ START_TEST(pools_open_on_use)
 {
 	struct opener o = { 0 };
 	struct child c;
-	pthread_t t;
-	unsigned int own, want, i;
+	unsigned int own, want;
 	char *body;
 	void *p;
 
@@ -184,8 +209,7 @@ START_TEST(pools_open_on_use)
 	ck_assert_msg(WIFEXITED(c.status) && WEXITSTATUS(c.status) == 0,
 	    "fork child: 0x%x %s", c.status, c.out);
 
-	for (want = 0; want < mopts.npools && om_pool_used(want); want++)
-		;
+	want = first_closed_pool();
 	/* Only the test runner's pool and this child's can be open. */
 	if (mopts.npools <= 2 && want == mopts.npools)
 		return;
@@ -196,12 +220,7 @@ START_TEST(pools_open_on_use)
 	ck_assert_msg(unit_signalled(&c, SIGSEGV), "closed pool: 0x%x",
 	    c.status);
 	o.want = want;
-	for (i = 0; i < 100000 && !o.hit; i++) {
-		ck_assert_int_eq(pthread_create(&t, NULL, open_if_mine, &o),
-		    0);
-		ck_assert_int_eq(pthread_join(t, NULL), 0);
-	}
-	ck_assert(o.hit);
+	threads_until(open_if_mine, &o, &o.hit);
 	ck_assert_int_eq(o.was_open, 0);
 	ck_assert_int_eq(o.is_open, 1);
 	ck_assert(om_pool_ok(mopts.pools[want]));
@@ -414,7 +433,6 @@ START_TEST(ownerless_pool_gives_back)
 	struct child c;
 	struct dir_info *d;
 	unsigned int own, b, i;
-	pthread_t t;
 
 	free(malloc(1));
 	own = (unsigned int)syscall(SYS_gettid) & mopts.pool_mask;
@@ -422,17 +440,9 @@ START_TEST(ownerless_pool_gives_back)
 	ck_assert_int_eq(mopts.pools[own]->threads, 1);
 	/* A pool that holds nothing yet: not the test's, nor the runner's
 	 * whose blocks this forked test inherits. */
-	for (l.want = 0; l.want < mopts.npools && om_pool_used(l.want);
-	    l.want++)
-		;
-	if (l.want == mopts.npools)
+	if ((l.want = first_closed_pool()) == mopts.npools)
 		return;
-	for (i = 0; i < 100000 && !l.hit; i++) {
-		ck_assert_int_eq(pthread_create(&t, NULL, leave_blocks, &l),
-		    0);
-		ck_assert_int_eq(pthread_join(t, NULL), 0);
-	}
-	ck_assert(l.hit);
+	threads_until(leave_blocks, &l, &l.hit);
 	ck_assert_int_eq(l.threads, 1);
 	d = mopts.pools[l.want];
 
@@ -456,12 +466,7 @@ START_TEST(ownerless_pool_gives_back)
 
 	/* A thread that comes later counts itself in and allocates. */
 	l.hit = 0;
-	for (i = 0; i < 100000 && !l.hit; i++) {
-		ck_assert_int_eq(pthread_create(&t, NULL, leave_blocks, &l),
-		    0);
-		ck_assert_int_eq(pthread_join(t, NULL), 0);
-	}
-	ck_assert(l.hit);
+	threads_until(leave_blocks, &l, &l.hit);
 	ck_assert_int_eq(l.threads, 1);
 	ck_assert_int_eq(d->threads, 0);
 	for (i = 0; i < LEAVE_N; i++)
