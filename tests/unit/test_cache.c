@@ -808,6 +808,21 @@ START_TEST(get_to_grow_splits_used_run)
 }
 END_TEST
 
+/* Run fn in a child that writes into cached pages: under U the write
+ * faults, otherwise the junk check reports it. */
+static void
+assert_write_caught(void (*fn)(void *), void *arg)
+{
+	struct child c;
+
+	unit_run(fn, arg, &c);
+	if (mopts.opt.freeunmap)
+		ck_assert_msg(unit_signalled(&c, SIGSEGV),
+		    "write into a PROT_NONE cached page: 0x%x", c.status);
+	else
+		ck_assert_fatal(&c, "malloc", "write after free");
+}
+
 /* A write into the cached run a region grows into is caught. */
 static void
 do_write_then_take(void *arg)
@@ -823,16 +838,10 @@ do_write_then_take(void *arg)
 
 START_TEST(take_at_checks_junk)
 {
-	struct child c;
-
 	unit_init();
 	if (mopts.opt.junk == 0 || mopts.opt.cache_pages < 2)
 		return;
-	unit_run(do_write_then_take, NULL, &c);
-	if (mopts.opt.freeunmap)
-		ck_assert(unit_signalled(&c, SIGSEGV));
-	else
-		ck_assert_fatal(&c, "malloc", "write after free");
+	assert_write_caught(do_write_then_take, NULL);
 }
 END_TEST
 
@@ -854,21 +863,13 @@ do_write_cached(void *arg)
 
 START_TEST(write_after_free_detected)
 {
-	struct child c;
 	int trim;
 
 	unit_init();
 	if (mopts.opt.junk == 0 || mopts.opt.cache_pages < 2)
 		return;
-	for (trim = 0; trim < 2; trim++) {
-		unit_run(do_write_cached, &trim, &c);
-		if (mopts.opt.freeunmap)
-			ck_assert_msg(unit_signalled(&c, SIGSEGV),
-			    "write into a PROT_NONE cached page: 0x%x",
-			    c.status);
-		else
-			ck_assert_fatal(&c, "malloc", "write after free");
-	}
+	for (trim = 0; trim < 2; trim++)
+		assert_write_caught(do_write_cached, &trim);
 }
 END_TEST
 
@@ -891,16 +892,10 @@ do_api_write_cached(void *arg)
 
 START_TEST(api_write_after_free)
 {
-	struct child c;
-
 	unit_init();
 	if (mopts.opt.junk == 0 || mopts.opt.cache_pages < 5)
 		return;
-	unit_run(do_api_write_cached, NULL, &c);
-	if (mopts.opt.freeunmap)
-		ck_assert(unit_signalled(&c, SIGSEGV));
-	else
-		ck_assert_fatal(&c, "malloc", "write after free");
+	assert_write_caught(do_api_write_cached, NULL);
 }
 END_TEST
 
