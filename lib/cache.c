@@ -619,6 +619,21 @@ room_for(const struct dir_info *d, unsigned int k, size_t npages)
 	return runs < (max - held) / npages ? runs : (max - held) / npages;
 }
 
+/* Cache a run left over (a reserve's rest, a split run's tail) where its
+ * class has room, else unmap it. */
+static void
+keep_or_unmap(struct dir_info *d, const struct om_cache_entry *e)
+{
+	int k = class_of(e->npages);
+	struct om_span s = { .p = e->p,
+		.len = (size_t)e->npages << OM_PAGE_SHIFT };
+
+	if (k >= 0 && room_for(d, (unsigned int)k, e->npages) > 0)
+		add_entry(d, (unsigned int)k, e);
+	else
+		unmap_spans(d, &s, 1);
+}
+
 /*
  * The rest of the reserve, too short for the miss at hand: cached as a
  * fresh run where its class has room, else unmapped.
@@ -626,20 +641,13 @@ room_for(const struct dir_info *d, unsigned int k, size_t npages)
 static void
 retire_reserve(struct dir_info *d)
 {
-	size_t n = d->reserve_pages;
-	struct om_cache_entry e = { .p = d->reserve, .npages = (uint32_t)n,
-		.fresh = 1 };
-	struct om_span s = { .p = d->reserve, .len = n << OM_PAGE_SHIFT };
-	int k = class_of(n);
+	struct om_cache_entry e = { .p = d->reserve,
+		.npages = (uint32_t)d->reserve_pages, .fresh = 1 };
 
 	d->reserve = 0;
 	d->reserve_pages = 0;
-	if (n == 0)
-		return;
-	if (k >= 0 && room_for(d, (unsigned int)k, n) > 0)
-		add_entry(d, (unsigned int)k, &e);
-	else
-		unmap_spans(d, &s, 1);
+	if (e.npages != 0)
+		keep_or_unmap(d, &e);
 }
 
 /*
@@ -779,7 +787,6 @@ take_front(struct dir_info *d, unsigned int k, unsigned int i,
 {
 	struct om_cache_entry e = *slot(d, k, i), rest;
 	size_t len = npages << OM_PAGE_SHIFT;
-	int kr;
 
 	if (e.noaccess && om_os_protect((void *)e.p, len, 1) != 0)
 		return NULL;
@@ -791,15 +798,7 @@ take_front(struct dir_info *d, unsigned int k, unsigned int i,
 		return (void *)e.p;
 	rest = e;
 	split_front(&rest, npages);
-	kr = class_of(rest.npages);
-	if (room_for(d, (unsigned int)kr, rest.npages) > 0)
-		add_entry(d, (unsigned int)kr, &rest);
-	else {
-		struct om_span s = { .p = rest.p,
-			.len = (size_t)rest.npages << OM_PAGE_SHIFT };
-
-		unmap_spans(d, &s, 1);
-	}
+	keep_or_unmap(d, &rest);
 	return (void *)e.p;
 }
 
