@@ -774,6 +774,30 @@ take_fitting(struct dir_info *d, unsigned int k, unsigned int n,
 	return NULL;
 }
 
+/* A cached run of any length that touches [lo, hi): its slot, and its
+ * class in *kp; -1 if there is none. */
+static int
+neighbour(struct dir_info *d, uintptr_t lo, uintptr_t hi, unsigned int *kp)
+{
+	unsigned int k, j;
+	uint64_t m;
+
+	/* The classes that hold runs: most are empty. */
+	for (m = d->cache_classes; m != 0; m &= m - 1) {
+		k = (unsigned int)__builtin_ctzll(m);
+		for (j = 0; j < d->cache_n[k]; j++) {
+			const struct om_cache_entry *e = slot(d, k, j);
+
+			if (e->p == hi || e->p +
+			    ((uintptr_t)e->npages << OM_PAGE_SHIFT) == lo) {
+				*kp = k;
+				return (int)j;
+			}
+		}
+	}
+	return -1;
+}
+
 /*
  * Take the first npages pages of the run in slot i of class k, at least
  * that long and not guarded: made usable and their junk checked.  The
@@ -905,24 +929,19 @@ om_cache_get_to_grow(struct dir_info *d, size_t npages, int *zeroed)
 int
 om_cache_take_at(struct dir_info *d, uintptr_t p, size_t npages)
 {
-	unsigned int k, j;
-	uint64_t m;
+	const struct om_cache_entry *e;
+	unsigned int k;
+	int j;
 
 	if (d->cache_used > TAKE_AT_RUNS)
 		return 0;
-	for (m = d->cache_classes; m != 0; m &= m - 1) {
-		k = (unsigned int)__builtin_ctzll(m);
-		for (j = 0; j < d->cache_n[k]; j++) {
-			const struct om_cache_entry *e = slot(d, k, j);
-
-			if (e->p != p)
-				continue;
-			if (e->npages < npages || e->guarded)
-				return 0;
-			return take_front(d, k, j, npages) != NULL;
-		}
-	}
-	return 0;
+	/* No cached run ends at p: the region's pages lie there. */
+	if ((j = neighbour(d, p, p, &k)) < 0)
+		return 0;
+	e = slot(d, k, (unsigned int)j);
+	if (e->npages < npages || e->guarded)
+		return 0;
+	return take_front(d, k, (unsigned int)j, npages) != NULL;
 }
 
 /*
@@ -953,30 +972,6 @@ joins(const struct om_cache_entry *a, const struct om_cache_entry *b)
 	    ((uintptr_t)a->npages << OM_PAGE_SHIFT) && b->junked == a->junked &&
 	    b->noaccess == a->noaccess && b->fresh == a->fresh &&
 	    a->npages + b->npages <= DEPOT_RUN;
-}
-
-/* A cached run of any length that touches [lo, hi): its slot, and its
- * class in *kp; -1 if there is none. */
-static int
-neighbour(struct dir_info *d, uintptr_t lo, uintptr_t hi, unsigned int *kp)
-{
-	unsigned int k, j;
-	uint64_t m;
-
-	/* The classes that hold runs: most are empty. */
-	for (m = d->cache_classes; m != 0; m &= m - 1) {
-		k = (unsigned int)__builtin_ctzll(m);
-		for (j = 0; j < d->cache_n[k]; j++) {
-			const struct om_cache_entry *e = slot(d, k, j);
-
-			if (e->p == hi || e->p +
-			    ((uintptr_t)e->npages << OM_PAGE_SHIFT) == lo) {
-				*kp = k;
-				return (int)j;
-			}
-		}
-	}
-	return -1;
 }
 
 /*
