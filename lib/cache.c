@@ -440,20 +440,72 @@ reuse(struct dir_info *d, struct om_cache_entry *e, int *zeroed)
 
 /*
  * The class of a run of npages: its length up to OM_CACHE_SMALL, 0 for
- * longer runs up to OM_CACHE_BIG, -1 for runs never cached.
+ * longer runs up to the pool's cache_long, -1 for runs not cached.
  */
 OM_INLINE int
-class_of(size_t npages)
+class_of(const struct dir_info *d, size_t npages)
 {
 	if (npages <= OM_CACHE_SMALL)
 		return (int)npages;
-	return npages <= OM_CACHE_BIG ? 0 : -1;
+	return npages <= d->cache_long ? 0 : -1;
 }
 
 OM_INLINE struct om_cache_entry *
 slot(struct dir_info *d, unsigned int k, unsigned int i)
 {
 	return &d->cache[d->cache_base[k] + i];
+}
+
+/*
+ * Runs longer than OM_CACHE_BIG (2 MiB) are unmapped as they are freed,
+ * and their lengths remembered.  A miss for a run of one of those lengths
+ * shows a program that frees a big buffer and asks for one as big again
+ * (a loop over files, images, requests), where each round would pay an
+ * mmap, a munmap and a page fault for every page it touches.  Class 0
+ * then takes runs up to that length, and may hold at least one of them:
+ * up to OM_CACHE_LONG_SCALE times its pages (32 MiB at the default
+ * scale, as far as glibc raises its mmap threshold for blocks freed and
+ * asked for again).  A buffer freed once is still unmapped at once, and
+ * a trim starts over.
+ */
+static size_t
+long_limit(const struct dir_info *d)
+{
+	return (size_t)d->cache_max * OM_CACHE_SMALL *
+	    OM_CACHE_LONG_SCALE;
+}
+
+static void
+long_reset(struct dir_info *d)
+{
+	d->cache_big_max = (size_t)d->cache_max * OM_CACHE_SMALL;
+	d->cache_long = OM_CACHE_BIG;
+	memset(d->cache_gone, 0, sizeof(d->cache_gone));
+	d->cache_gone_next = 0;
+}
+
+static void
+long_gone(struct dir_info *d, size_t npages)
+{
+	if (npages <= d->cache_long || npages > long_limit(d))
+		return;
+	d->cache_gone[d->cache_gone_next] = (uint32_t)npages;
+	d->cache_gone_next = (d->cache_gone_next + 1) % OM_CACHE_GONE;
+}
+
+static void
+long_again(struct dir_info *d, size_t npages)
+{
+	unsigned int i;
+
+	for (i = 0; i < OM_CACHE_GONE; i++)
+		if (d->cache_gone[i] == npages) {
+			d->cache_gone[i] = 0;
+			d->cache_long = npages;
+			if (d->cache_big_max < npages)
+				d->cache_big_max = npages;
+			return;
+		}
 }
 
 /*
@@ -488,7 +540,7 @@ om_cache_init(struct dir_info *d)
 	d->cache_base[0] = (uint16_t)total;
 	d->cache_cap[0] = d->cache_room[0] = (uint16_t)d->cache_max;
 	total += d->cache_room[0];
-	d->cache_big_max = (size_t)d->cache_max * OM_CACHE_SMALL;
+	long_reset(d);
 	if (total == 0)
 		return 0;
 	len = OM_PAGEROUND(total * sizeof(struct om_cache_entry));
@@ -624,7 +676,7 @@ room_for(const struct dir_info *d, unsigned int k, size_t npages)
 static void
 keep_or_unmap(struct dir_info *d, const struct om_cache_entry *e)
 {
-	int k = class_of(e->npages);
+	int k = class_of(d, e->npages);
 	struct om_span s = { .p = e->p,
 		.len = (size_t)e->npages << OM_PAGE_SHIFT };
 
@@ -881,12 +933,16 @@ take_longer(struct dir_info *d, unsigned int k, size_t npages, int *zeroed)
 void *
 om_cache_get(struct dir_info *d, size_t npages, int guarded, int *zeroed)
 {
-	int k = class_of(npages);
+	int k = class_of(d, npages);
 	unsigned int w;
 	void *p;
 
 	d->cache_idle = 0;
-	if (k < 0 || d->cache_n[k] == 0)
+	if (k < 0) {
+		long_again(d, npages);
+		return map_fresh(d, npages, guarded, zeroed);
+	}
+	if (d->cache_n[k] == 0)
 		return map_fresh(d, npages, guarded, zeroed);
 	/* Used runs, when there are enough to choose from at random; else,
 	 * or if none of them fits (guarded or not), any run. */
@@ -908,7 +964,7 @@ om_cache_get(struct dir_info *d, size_t npages, int guarded, int *zeroed)
 void *
 om_cache_get_to_grow(struct dir_info *d, size_t npages, int *zeroed)
 {
-	int k = class_of(npages);
+	int k = class_of(d, npages);
 
 	if (k < 0 || d->cache_warm[k] != 0)
 		return NULL;
@@ -954,7 +1010,7 @@ void *
 om_cache_get_aligned(struct dir_info *d, size_t npages, int guarded,
     size_t align, int *zeroed)
 {
-	int k = class_of(npages);
+	int k = class_of(d, npages);
 
 	d->cache_idle = 0;
 	if (k < 0 || d->cache_n[k] == 0)
@@ -1121,7 +1177,7 @@ make_room(struct dir_info *d, unsigned int k, size_t npages)
 void
 om_cache_put(struct dir_info *d, void *p, size_t npages, int guarded)
 {
-	int k = class_of(npages);
+	int k = class_of(d, npages);
 	size_t datalen = (npages - (guarded ? 1 : 0)) << OM_PAGE_SHIFT;
 	uint8_t junked = 0, noaccess = 0;
 
@@ -1130,6 +1186,8 @@ om_cache_put(struct dir_info *d, void *p, size_t npages, int guarded)
 		struct om_span s = { .p = (uintptr_t)p,
 			.len = npages << OM_PAGE_SHIFT };
 
+		if (d->cache_room[0] != 0)
+			long_gone(d, npages);
 		unmap_spans(d, &s, 1);
 		return;
 	}
@@ -1209,5 +1267,6 @@ om_cache_trim(struct dir_info *d)
 		d->reserve_pages = 0;
 	}
 	d->reserve_next = RESERVE_MIN;
+	long_reset(d);
 	return pages;
 }

@@ -59,7 +59,9 @@
 #define OM_CHUNK_LISTS	4		/* random list choice per bucket */
 #define OM_DELAYED	16		/* delayed-free ring, a power of two */
 #define OM_CACHE_SMALL	32		/* cache classes by run length */
-#define OM_CACHE_BIG	512		/* longest run cached (class 0) */
+#define OM_CACHE_BIG	512		/* longest run class 0 takes at first */
+#define OM_CACHE_GONE	4		/* lengths of long runs remembered */
+#define OM_CACHE_LONG_SCALE 4	/* class 0's pages, times this: longest */
 #define OM_CACHE_CLASSES (OM_CACHE_SMALL + 1)
 #define OM_HASH_INITIAL 512		/* region slots of a new pool */
 
@@ -362,6 +364,10 @@ struct dir_info {
 	size_t cache_pages;		/* pages held */
 	size_t cache_big_pages;		/* of them in class 0 */
 	size_t cache_big_max;		/* and at most there */
+	size_t cache_long;		/* longest run class 0 takes */
+	uint32_t cache_gone[OM_CACHE_GONE];	/* runs too long for it that
+						 * were unmapped lately */
+	unsigned int cache_gone_next;	/* the oldest of them */
 	size_t cache_small_max;		/* at most in classes 1..32 */
 
 	/* Fresh pages mapped ahead, handed out on cache misses. */

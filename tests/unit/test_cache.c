@@ -498,6 +498,91 @@ START_TEST(too_big_unmapped_at_once)
 }
 END_TEST
 
+/*
+ * A run longer than class 0 takes at first is unmapped as it is freed,
+ * but a request of its length that follows makes class 0 take such runs:
+ * from then on that block comes and goes without a system call.  Only
+ * the lengths seen go in; a trim starts over.
+ */
+START_TEST(long_runs_taken_once_asked_again)
+{
+	struct dir_info *d = unit_pool();
+	size_t n = 2 * OM_CACHE_BIG, i;
+	struct om_os_counts a, b;
+	char *p, *q;
+	int z = -1;
+
+	if (d->cache_max == 0)
+		return;
+	/* Freed once: gone at once, as before. */
+	p = own_pages(d, n);
+	put_busy(d, p, n);
+	settle(d);
+	ck_assert(unmapped(p, n));
+	/* Another length asked for: mapped, and unmapped as it is freed. */
+	q = om_cache_get(d, n + 1, 0, &z);
+	ck_assert_ptr_nonnull(q);
+	put_busy(d, q, n + 1);
+	settle(d);
+	ck_assert(unmapped(q, n + 1));
+	/* The length freed before, asked for again: kept from now on. */
+	q = om_cache_get(d, n, 0, &z);
+	ck_assert_ptr_nonnull(q);
+	ck_assert_int_eq(z, 1);
+	memset(q, 1, n * OM_PAGE_SIZE);
+	put_busy(d, q, n);
+	settle(d);
+	ck_assert(cached(d, q));
+	om_os_counts(&a);
+	for (i = 0; i < 8; i++) {
+		p = om_cache_get(d, n, 0, &z);
+		ck_assert_ptr_eq(p, q);
+		ck_assert_int_eq(z, 0);
+		p[0] = 1;
+		put_busy(d, p, n);
+		settle(d);
+	}
+	om_os_counts(&b);
+	ck_assert_uint_eq(b.mmap - a.mmap, 0);
+	ck_assert_uint_eq(b.munmap - a.munmap, 0);
+	/* Longer runs are still not kept. */
+	p = own_pages(d, 2 * n);
+	put_busy(d, p, 2 * n);
+	settle(d);
+	ck_assert(unmapped(p, 2 * n));
+	/* A trim gives it back and forgets the length. */
+	om_cache_trim(d);
+	settle(d);
+	ck_assert(unmapped(q, n));
+	p = own_pages(d, n);
+	put_busy(d, p, n);
+	settle(d);
+	ck_assert(unmapped(p, n));
+}
+END_TEST
+
+/* Nor is a run longer than the longest class 0 ever takes, however
+ * often it comes back: it is unmapped each time. */
+START_TEST(longest_runs_never_kept)
+{
+	struct dir_info *d = unit_pool();
+	size_t n = (size_t)d->cache_max * OM_CACHE_SMALL *
+	    OM_CACHE_LONG_SCALE + 1;
+	char *p;
+	int z = -1, i;
+
+	if (d->cache_max == 0)
+		return;
+	for (i = 0; i < 3; i++) {
+		p = om_cache_get(d, n, 0, &z);
+		ck_assert_ptr_nonnull(p);
+		put_busy(d, p, n);
+		settle(d);
+		ck_assert(unmapped(p, n));
+	}
+}
+END_TEST
+
 START_TEST(trim_returns_pages)
 {
 	struct dir_info *d = unit_pool();
@@ -982,6 +1067,8 @@ main(void)
 	tcase_add_test(t, steady_loop_no_syscalls);
 	tcase_add_test(t, eviction_unmaps);
 	tcase_add_test(t, too_big_unmapped_at_once);
+	tcase_add_test(t, long_runs_taken_once_asked_again);
+	tcase_add_test(t, longest_runs_never_kept);
 	tcase_add_test(t, trim_returns_pages);
 	tcase_add_test(t, exact_length_only);
 	tcase_add_test(t, class_sizes);
