@@ -10,6 +10,12 @@
  * allocator that maps and trims for every one of them pays system calls
  * in the loop.
  *
+ * With touch=1 each block has a byte written in every page, as a program
+ * that fills its buffer does: the size of a big buffer read or decoded
+ * again and again (a file, an image, a request).  An allocator that gives
+ * such a block back to the kernel as it is freed then pays a page fault
+ * for every page, every time.
+ *
  * Result: loops_per_sec is the total of malloc/free pairs per second over
  * all threads; ns_per_loop is one pair as one thread sees it.
  */
@@ -22,8 +28,28 @@ static atomic_int stop;
 struct worker {
 	long size;
 	long align;
+	long touch;
 	long loops;
 } BENCH_ALIGNED;
+
+/* The loop that writes to every page of each block. */
+static long
+touch_loop(size_t size)
+{
+	long n = 0;
+
+	while (!atomic_load_explicit(&stop, memory_order_relaxed)) {
+		char *q = check_alloc(malloc(size), size);
+		size_t off;
+
+		for (off = 0; off < size; off += 4096)
+			q[off] = (char)n;
+		escape(q);
+		free(q);
+		n++;
+	}
+	return n;
+}
 
 /* The loop with posix_memalign, apart so that the malloc loop stays as
  * short as it can be. */
@@ -59,6 +85,10 @@ worker(void *p)
 		w->loops = aligned_loop(size, (size_t)w->align);
 		return NULL;
 	}
+	if (w->touch != 0) {
+		w->loops = touch_loop(size);
+		return NULL;
+	}
 	while (!atomic_load_explicit(&stop, memory_order_relaxed)) {
 		int i;
 
@@ -77,7 +107,7 @@ worker(void *p)
 int
 main(int argc, char **argv)
 {
-	long threads = 2, size = 256, align = 0;
+	long threads = 2, size = 256, align = 0, touch = 0;
 	double seconds = 1;
 	struct bench_arg args[] = {
 		{ "threads", ARG_LONG, &threads, "worker threads" },
@@ -85,6 +115,8 @@ main(int argc, char **argv)
 		{ "seconds", ARG_DOUBLE, &seconds, "run time" },
 		{ "align", ARG_SIZE, &align,
 		    "posix_memalign to this alignment (0: malloc)" },
+		{ "touch", ARG_LONG, &touch,
+		    "1: write a byte to every page of each block" },
 	};
 	struct bench_threads bt;
 	struct bench_thread_arg *ta;
@@ -101,6 +133,8 @@ main(int argc, char **argv)
 	bench_require(align == 0 || (align >= (long)sizeof(void *) &&
 	    (align & (align - 1)) == 0), argv[0],
 	    "align must be 0 or a power of two, at least a pointer's size");
+	bench_require(align == 0 || touch == 0, argv[0],
+	    "touch goes with malloc, not with align");
 
 	/*
 	 * Not run_threads(): the main thread must set the stop flag while the
@@ -112,6 +146,7 @@ main(int argc, char **argv)
 	for (i = 0; i < threads; i++) {
 		w[i].size = size;
 		w[i].align = align;
+		w[i].touch = touch;
 		w[i].loops = 0;
 	}
 	ta = start_threads(&bt, tids, threads, worker, w, sizeof(*w));
@@ -124,6 +159,8 @@ main(int argc, char **argv)
 	printf("bench=lps threads=%ld size=%ld ", threads, size);
 	if (align != 0)
 		printf("align=%ld ", align);
+	if (touch != 0)
+		printf("touch=%ld ", touch);
 	printf("seconds=%g elapsed_s=%.4f ns_per_loop=%.1f "
 	    "loops_per_sec=%.0f\n", seconds, (double)ns / 1e9, loops > 0 ?
 	    (double)ns * (double)threads / loops : 0.0, loops * 1e9 /
