@@ -498,6 +498,16 @@ START_TEST(too_big_unmapped_at_once)
 }
 END_TEST
 
+/* Put a run, let the pool release what it evicts, and check that the
+ * run went back to the kernel. */
+static void
+put_gone(struct dir_info *d, void *p, size_t npages)
+{
+	put_busy(d, p, npages);
+	settle(d);
+	ck_assert(unmapped(p, npages));
+}
+
 /*
  * A run longer than class 0 takes at first is unmapped as it is freed,
  * but a request of its length that follows makes class 0 take such runs:
@@ -515,16 +525,11 @@ START_TEST(long_runs_taken_once_asked_again)
 	if (d->cache_max == 0)
 		return;
 	/* Freed once: gone at once, as before. */
-	p = own_pages(d, n);
-	put_busy(d, p, n);
-	settle(d);
-	ck_assert(unmapped(p, n));
+	put_gone(d, own_pages(d, n), n);
 	/* Another length asked for: mapped, and unmapped as it is freed. */
 	q = om_cache_get(d, n + 1, 0, &z);
 	ck_assert_ptr_nonnull(q);
-	put_busy(d, q, n + 1);
-	settle(d);
-	ck_assert(unmapped(q, n + 1));
+	put_gone(d, q, n + 1);
 	/* The length freed before, asked for again: kept from now on. */
 	q = om_cache_get(d, n, 0, &z);
 	ck_assert_ptr_nonnull(q);
@@ -546,18 +551,12 @@ START_TEST(long_runs_taken_once_asked_again)
 	ck_assert_uint_eq(b.mmap - a.mmap, 0);
 	ck_assert_uint_eq(b.munmap - a.munmap, 0);
 	/* Longer runs are still not kept. */
-	p = own_pages(d, 2 * n);
-	put_busy(d, p, 2 * n);
-	settle(d);
-	ck_assert(unmapped(p, 2 * n));
+	put_gone(d, own_pages(d, 2 * n), 2 * n);
 	/* A trim gives it back and forgets the length. */
 	om_cache_trim(d);
 	settle(d);
 	ck_assert(unmapped(q, n));
-	p = own_pages(d, n);
-	put_busy(d, p, n);
-	settle(d);
-	ck_assert(unmapped(p, n));
+	put_gone(d, own_pages(d, n), n);
 }
 END_TEST
 
@@ -576,9 +575,7 @@ START_TEST(longest_runs_never_kept)
 	for (i = 0; i < 3; i++) {
 		p = om_cache_get(d, n, 0, &z);
 		ck_assert_ptr_nonnull(p);
-		put_busy(d, p, n);
-		settle(d);
-		ck_assert(unmapped(p, n));
+		put_gone(d, p, n);
 	}
 }
 END_TEST
