@@ -456,6 +456,13 @@ slot(struct dir_info *d, unsigned int k, unsigned int i)
 	return &d->cache[d->cache_base[k] + i];
 }
 
+/* The pages class 0 may hold at first: 32 C. */
+static size_t
+big_share(const struct dir_info *d)
+{
+	return (size_t)d->cache_max * OM_CACHE_SMALL;
+}
+
 /*
  * Runs longer than OM_CACHE_BIG (2 MiB) are unmapped as they are freed,
  * and their lengths remembered.  A miss for a run of one of those lengths
@@ -471,14 +478,13 @@ slot(struct dir_info *d, unsigned int k, unsigned int i)
 static size_t
 long_limit(const struct dir_info *d)
 {
-	return (size_t)d->cache_max * OM_CACHE_SMALL *
-	    OM_CACHE_LONG_SCALE;
+	return big_share(d) * OM_CACHE_LONG_SCALE;
 }
 
 static void
 long_reset(struct dir_info *d)
 {
-	d->cache_big_max = (size_t)d->cache_max * OM_CACHE_SMALL;
+	d->cache_big_max = big_share(d);
 	d->cache_long = OM_CACHE_BIG;
 	memset(d->cache_gone, 0, sizeof(d->cache_gone));
 	d->cache_gone_next = 0;
