@@ -16,6 +16,17 @@ EXTRA = {"calloc", "conceal", "aligned_alloc", "posix_memalign",
          "reallocarray", "recallocarray", "fail"}
 
 
+def decode(cls, v):
+    """The size omfuzz.c's decode_size gives v in class cls."""
+    if cls == 0:
+        return v % 65
+    if cls == 1:
+        return v % 4097
+    if cls == 2:
+        return v
+    return v * 32 if v < 0x8000 else (1 << 20) + (v - 0x8000) * 64
+
+
 def op(name, slot, size, cls=None, variant=0, x=0):
     """Encode one operation; the class is chosen to represent size exactly."""
     if cls is None:
@@ -27,7 +38,13 @@ def op(name, slot, size, cls=None, variant=0, x=0):
             cls = 2
         else:
             cls = 3
-    v = size // 32 if cls == 3 else size
+    if cls != 3:
+        v = size
+    elif size < 1 << 20:
+        v = size // 32
+    else:
+        v = 0x8000 + (size - (1 << 20)) // 64
+    assert v <= 0xffff and size == decode(cls, v), (name, size)
     b = bytes([OPS.index(name) | cls << 4 | variant << 6, slot]) + \
         struct.pack("<H", v)
     if name in EXTRA:
@@ -39,7 +56,7 @@ def seeds():
     page = 4096
     edge = [0, 1, 15, 16, 17, 31, 32, 63, 64, 100, 1000, 2047, 2048, 2049,
             4095, 4096, 4097, 8191, 8192, 12288, 65535, 65536, 1 << 20,
-            (1 << 21) - 32]
+            (1 << 21) - 64, (1 << 21) + 4096, (3 << 20) - 64]
     yield "malloc-edges", b"".join(op("malloc", i, s) for i, s in
                                    enumerate(edge))
     yield "calloc-edges", b"".join(op("calloc", i, s, x=i) for i, s in
@@ -58,7 +75,7 @@ def seeds():
     yield "aligned", b"".join(
         op("aligned_alloc", i, s, x=a, variant=i & 1)
         for i, (s, a) in enumerate((s, a) for a in range(0, 21, 2)
-                                   for s in (0, 24, 3000, 70000)))
+                                   for s in (0, 24, 3000, 69984)))
     yield "posix_memalign", b"".join(
         op("posix_memalign", i, s, x=a)
         for i, (s, a) in enumerate((s, a) for a in range(0, 19, 3)
@@ -91,6 +108,19 @@ def seeds():
         [op("free", i, 0) for i in order] +
         [op("malloc", i, 48 + i % 3) for i in order] +
         [op("usable", i, 0) for i in range(64)] + [op("check", 0, 0)])
+    # Blocks longer than a pool caches at first, freed and asked for
+    # again: the pool starts keeping runs of their length.
+    big = [(1 << 21) + 4096, (5 << 19) + 64, (11 << 18) + 192,
+           (3 << 20) - 64]
+    yield "long-runs", b"".join(
+        [op("malloc", i, s) for i, s in enumerate(big)] +
+        [op("free", i, 0) for i in range(len(big))] +
+        [op("malloc", i + 4, s) for i, s in enumerate(big)] +
+        [op("realloc", i + 4, s + 8192 if i < 2 else s - 8192)
+         for i, s in enumerate(big)] +
+        [op("free", i + 4, 0) for i in range(len(big))] +
+        [op("calloc", i, s, x=1) for i, s in enumerate(big)] +
+        [op("check", 0, 0)])
     yield "pages", b"".join(
         [op("malloc", i, page * (1 + i % 5) + (i % 3) * 100)
          for i in range(40)] +

@@ -30,7 +30,9 @@
  *   byte 0   bits 0-3 operation, bits 4-5 size class, bits 6-7 variant
  *   byte 1   slot (0-63)
  *   byte 2-3 size, little endian, scaled by the size class:
- *            0: 0..64, 1: 0..4096, 2: 0..65535, 3: 32-byte steps to 2 MiB
+ *            0: 0..64, 1: 0..4096, 2: 0..65535, 3: 32-byte steps to
+ *            1 MiB (values below 0x8000), then 64-byte steps to 3 MiB,
+ *            past the longest run a pool caches at first (2 MiB)
  *   byte 4   the operation's extra argument (alignment, element size, ...)
  * Operations that do not need the extra byte do not consume it.
  */
@@ -346,7 +348,9 @@ decode_size(unsigned cls, unsigned v)
 	case 2:
 		return v;
 	default:
-		return (size_t)v * 32;
+		if (v < 0x8000)
+			return (size_t)v * 32;
+		return ((size_t)1 << 20) + (size_t)(v - 0x8000) * 64;
 	}
 }
 
