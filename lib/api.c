@@ -434,7 +434,9 @@ trim_all(const char *func)
 		pages += om_cache_trim(d);
 		unlock(d);
 	}
-	return pages + om_cache_depot_trim();
+	pages += om_cache_depot_trim();
+	om_os_trim_kept();
+	return pages;
 }
 
 /*

@@ -255,6 +255,7 @@ om_dump_fd(int fd, int for_fatal)
 	size_t len = 0;
 	unsigned int i;
 	unsigned long other[OM_MAX_POOLS + 1], searches[OM_MAX_POOLS + 1];
+	struct om_os_kept k;
 
 	if (!__atomic_load_n(&om_ready, __ATOMIC_ACQUIRE))
 		return;
@@ -288,6 +289,11 @@ om_dump_fd(int fd, int for_fatal)
 	    "madvise %lu\n", c.mmap, c.munmap, c.mprotect, c.madvise);
 	om_buf_printf(&o, "Depot pages %zu/%zu\n", om_cache_depot_pages(),
 	    om_cache_depot_limit());
+	om_os_kept(&k);
+	if (k.refused != 0)
+		om_buf_printf(&o, "Munmap refused %lu, released in place: "
+		    "kept %u runs %zu pages, list %u pages, lost %lu runs\n",
+		    k.refused, k.runs, k.pages, k.blocks, k.lost);
 	for (i = 0; i <= mopts.npools; i++) {
 		struct dir_info *d = om_pool_if_open(i);
 		int locked;

@@ -656,6 +656,22 @@ int om_os_protect(void *p, size_t len, int access);
 int om_os_guard(void *p, size_t len);
 int om_os_unguard(void *p, size_t len);
 void om_os_counts(struct om_os_counts *c);
+
+/* Runs the kernel would not unmap (the process at vm.max_map_count),
+ * released with MADV_DONTNEED and kept for om_os_map to reuse. */
+struct om_os_kept {
+	unsigned int runs;
+	size_t pages;
+	unsigned long refused, lost;
+	unsigned int blocks;		/* pages of them that hold the list */
+};
+
+void om_os_kept(struct om_os_kept *k);
+void *om_os_map_kept(size_t len);
+void om_os_trim_kept(void);
+void om_os_fork_prepare(void);
+void om_os_fork_parent(void);
+void om_os_fork_child(void);
 void om_os_readonly(void *p, size_t len);
 long om_os_getpid(void);
 int om_os_write(int fd, const void *buf, size_t len);

@@ -81,10 +81,16 @@ map(void *hint, size_t len, int flags, int conceal)
 	return p;
 }
 
-/* Map len bytes of fresh, zeroed, read-write memory; NULL on failure. */
+/* Map len bytes of fresh, zeroed, read-write memory; NULL on failure.
+ * Runs released in place come first (see keep); not for conceal memory,
+ * which would need a madvise of its own. */
 void *
 om_os_map(size_t len, int conceal)
 {
+	void *p;
+
+	if (!conceal && (p = om_os_map_kept(len)) != NULL)
+		return p;
 	return map(NULL, len, 0, conceal);
 }
 
@@ -145,15 +151,323 @@ om_os_remap(void *p, size_t oldlen, size_t newlen)
 	return q == MAP_FAILED ? NULL : q;
 }
 
+/*
+ * Ranges released in place.  An munmap that takes pages out of the middle
+ * of a mapping splits it in two, and the kernel refuses that (ENOMEM) once
+ * the process has vm.max_map_count mappings: a heap of many page-sized
+ * blocks freed in scattered order gets there (every other 4 KiB block of
+ * a GiB does).  The range is then released with MADV_DONTNEED instead,
+ * which frees its pages but keeps the addresses (and, under strict
+ * overcommit, the commit charge), and kept here: the pools take such runs
+ * before they map anything (om_os_map, om_os_take_kept), since a new
+ * mapping is what the kernel is refusing, and malloc_trim tries munmap on
+ * each again (om_os_trim_kept).
+ *
+ * Runs wait in bins by length, each a stack of slots; bin 0 holds the
+ * runs too long for the others.  The slots come in blocks of a page: the
+ * first in .bss, the others the first page of a refused range each, as
+ * they are needed (no new mapping either).  A slot index is stored plus
+ * one, so that 0 is none and all starts zero.  A run that finds no slot
+ * stays released and is counted as lost: its pages are free, only its
+ * addresses are not given back.
+ */
+#define KEPT_PER_BLOCK	(OM_PAGE_SIZE / sizeof(struct kept_run))
+#define KEPT_BLOCKS	4096
+#define KEPT_BINS	64
+
+struct kept_run {
+	uintptr_t p;
+	uint32_t npages;
+	uint32_t next;			/* in its bin or the free list */
+};
+
+static struct kept_run kept_first[KEPT_PER_BLOCK];
+
+static struct {
+	struct om_mutex mtx;
+	unsigned int runs;		/* runs kept */
+	size_t pages;			/* their pages */
+	unsigned long refused;		/* munmap calls refused */
+	unsigned long lost;		/* runs released but not kept */
+	uint64_t bins;			/* bit b: bin b not empty */
+	uint32_t bin[KEPT_BINS];	/* first slot of each bin */
+	uint32_t free;			/* first slot of the free list */
+	uint32_t used;			/* slots ever used */
+	unsigned int blocks;		/* blocks beyond the first */
+	struct kept_run *block[KEPT_BLOCKS];
+} kept;
+
+/* The counts are changed under the lock, and read without it (kept.runs
+ * by om_os_map_kept, all by the dump): relaxed atomics. */
+static void
+stat_add(unsigned int *v, int n)
+{
+	__atomic_store_n(v, *v + (unsigned int)n, __ATOMIC_RELAXED);
+}
+
+static void
+stat_add_size(size_t *v, size_t n)
+{
+	__atomic_store_n(v, *v + n, __ATOMIC_RELAXED);
+}
+
+static void
+stat_add_long(unsigned long *v)
+{
+	__atomic_store_n(v, *v + 1, __ATOMIC_RELAXED);
+}
+
+static void
+kept_lock(void)
+{
+	int owner = om_owner();
+
+	if (!om_mutex_trylock(&kept.mtx, owner))
+		om_mutex_wait(&kept.mtx, owner);
+}
+
+static void
+kept_unlock(void)
+{
+	om_mutex_unlock(&kept.mtx);
+}
+
+static struct kept_run *
+kept_slot(uint32_t i)
+{
+	size_t b = (i - 1) / KEPT_PER_BLOCK;
+
+	return (b == 0 ? kept_first : kept.block[b]) +
+	    (i - 1) % KEPT_PER_BLOCK;
+}
+
+static unsigned int
+kept_bin(size_t npages)
+{
+	return npages < KEPT_BINS ? (unsigned int)npages : 0;
+}
+
+/* Keep a run (kept locked); 0, or -1 when no slot is free. */
+static int
+kept_push(uintptr_t p, size_t npages)
+{
+	unsigned int b = kept_bin(npages);
+	struct kept_run *e;
+	uint32_t i;
+
+	if (kept.free != 0) {
+		i = kept.free;
+		kept.free = kept_slot(i)->next;
+	} else if (kept.used < (kept.blocks + 1) * KEPT_PER_BLOCK)
+		i = ++kept.used;
+	else
+		return -1;
+	e = kept_slot(i);
+	e->p = p;
+	e->npages = (uint32_t)npages;
+	e->next = kept.bin[b];
+	kept.bin[b] = i;
+	kept.bins |= (uint64_t)1 << b;
+	stat_add(&kept.runs, 1);
+	stat_add_size(&kept.pages, npages);
+	return 0;
+}
+
+/* Take out the run *link names, in bin b (kept locked). */
+static struct kept_run
+kept_unlink(unsigned int b, uint32_t *link)
+{
+	uint32_t i = *link;
+	struct kept_run r = *kept_slot(i);
+
+	*link = r.next;
+	if (kept.bin[b] == 0)
+		kept.bins &= ~((uint64_t)1 << b);
+	kept_slot(i)->next = kept.free;
+	kept.free = i;
+	stat_add(&kept.runs, -1);
+	stat_add_size(&kept.pages, -(size_t)r.npages);
+	return r;
+}
+
+/*
+ * The front npages of a kept run (kept locked), the rest kept: from the
+ * bin of that length, else the shortest longer bin, else the first run
+ * long enough in bin 0.  p is 0 if there is none.
+ */
+static struct kept_run
+kept_take(size_t npages)
+{
+	struct kept_run r = { 0, 0, 0 };
+	unsigned int b = kept_bin(npages);
+	uint64_t m = b == 0 ? 0 : kept.bins & ~(((uint64_t)1 << b) - 1);
+	uint32_t *link;
+
+	if (m != 0) {
+		b = (unsigned int)__builtin_ctzll(m);
+		link = &kept.bin[b];
+	} else {
+		b = 0;
+		for (link = &kept.bin[0]; *link != 0;
+		    link = &kept_slot(*link)->next)
+			if (kept_slot(*link)->npages >= npages)
+				break;
+		if (*link == 0)
+			return r;
+	}
+	r = kept_unlink(b, link);
+	/* The slot just freed takes the rest. */
+	if (r.npages > npages)
+		kept_push(r.p + (npages << OM_PAGE_SHIFT), r.npages - npages);
+	r.npages = (uint32_t)npages;
+	return r;
+}
+
+/* Keep a released run (kept locked); with no slot free, its first page
+ * becomes a block of slots, when it can be made read-write. */
+static void
+kept_add(uintptr_t p, size_t npages)
+{
+	if (kept_push(p, npages) == 0)
+		return;
+	if (kept.blocks + 1 >= KEPT_BLOCKS) {
+		stat_add_long(&kept.lost);
+		return;
+	}
+	COUNT(mprotect);
+	if (mprotect((void *)p, OM_PAGE_SIZE, PROT_READ | PROT_WRITE) == 0) {
+		kept.block[kept.blocks + 1] = (struct kept_run *)p;
+		stat_add(&kept.blocks, 1);
+		if (npages > 1)
+			kept_push(p + OM_PAGE_SIZE, npages - 1);
+		return;
+	}
+	stat_add_long(&kept.lost);
+}
+
+/* munmap refused: release the range in place and keep it. */
+static void
+keep(void *p, size_t len)
+{
+	/* Guard markers outlive MADV_DONTNEED: off with them first (a
+	 * kernel without them says EINVAL, and has none to take off). */
+	if (__atomic_load_n(&guard_madvise, __ATOMIC_RELAXED)) {
+		COUNT(madvise);
+		madvise(p, len, MADV_GUARD_REMOVE);
+	}
+	COUNT(madvise);
+	if (madvise(p, len, MADV_DONTNEED) != 0)
+		om_fatal(NULL, "munmap failed", p);
+	kept_lock();
+	stat_add_long(&kept.refused);
+	kept_add((uintptr_t)p, OM_PAGEROUND(len) >> OM_PAGE_SHIFT);
+	kept_unlock();
+}
+
 void
 om_os_unmap(void *p, size_t len)
 {
 	int saved = errno;
 
 	COUNT(munmap);
-	if (munmap(p, len) != 0)
-		om_fatal(NULL, "munmap failed", p);
+	if (munmap(p, len) != 0) {
+		if (errno != ENOMEM)
+			om_fatal(NULL, "munmap failed", p);
+		keep(p, len);
+	}
 	errno = saved;
+}
+
+/*
+ * A kept run of len bytes, read-write and zero (its pages were released);
+ * NULL if there is none long enough, or if it could not be opened (it was
+ * PROT_NONE in U's cache, and the kernel refused the mprotect too).
+ */
+void *
+om_os_map_kept(size_t len)
+{
+	struct kept_run r;
+	int saved;
+
+	if (__atomic_load_n(&kept.runs, __ATOMIC_RELAXED) == 0)
+		return NULL;
+	saved = errno;
+	kept_lock();
+	r = kept_take(OM_PAGEROUND(len) >> OM_PAGE_SHIFT);
+	kept_unlock();
+	if (r.p != 0 && om_os_protect((void *)r.p, len, 1) != 0) {
+		kept_lock();
+		kept_add(r.p, r.npages);
+		kept_unlock();
+		r.p = 0;
+	}
+	errno = saved;
+	return (void *)r.p;
+}
+
+/* malloc_trim: try munmap on the kept runs again, until the kernel still
+ * refuses one. */
+void
+om_os_trim_kept(void)
+{
+	int saved = errno;
+
+	while (__atomic_load_n(&kept.runs, __ATOMIC_RELAXED) != 0) {
+		struct kept_run r = { 0, 0, 0 };
+		unsigned int b;
+
+		kept_lock();
+		if (kept.bins != 0) {
+			b = (unsigned int)__builtin_ctzll(kept.bins);
+			r = kept_unlink(b, &kept.bin[b]);
+		}
+		kept_unlock();
+		if (r.p == 0)
+			break;
+		COUNT(munmap);
+		if (munmap((void *)r.p, (size_t)r.npages << OM_PAGE_SHIFT) ==
+		    0)
+			continue;
+		kept_lock();
+		kept_add(r.p, r.npages);
+		kept_unlock();
+		break;
+	}
+	errno = saved;
+}
+
+/* The kept runs, for the dump: read without the lock, which a fatal
+ * error's dump may be called under. */
+void
+om_os_kept(struct om_os_kept *k)
+{
+	k->runs = __atomic_load_n(&kept.runs, __ATOMIC_RELAXED);
+	k->pages = __atomic_load_n(&kept.pages, __ATOMIC_RELAXED);
+	k->refused = __atomic_load_n(&kept.refused, __ATOMIC_RELAXED);
+	k->lost = __atomic_load_n(&kept.lost, __ATOMIC_RELAXED);
+	k->blocks = __atomic_load_n(&kept.blocks, __ATOMIC_RELAXED);
+}
+
+/* Fork: the kept lock is taken last, after the depot's, and is a leaf:
+ * nothing else is taken under it. */
+void
+om_os_fork_prepare(void)
+{
+	kept_lock();
+}
+
+void
+om_os_fork_parent(void)
+{
+	kept_unlock();
+}
+
+void
+om_os_fork_child(void)
+{
+	kept.mtx.w = 0;
+	kept.mtx.sleepers = 0;
+	kept.mtx.waking = 0;
 }
 
 /* access: 0 none, 1 read-write.  Returns 0 or -1. */

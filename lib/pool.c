@@ -437,6 +437,7 @@ om_pool_fork_prepare(void)
 				bias_wait(om_pool_at(i), 0);
 	}
 	om_cache_fork_prepare();
+	om_os_fork_prepare();
 }
 
 void
@@ -450,6 +451,7 @@ om_pool_fork_parent(void)
 		fork_nest--;
 		return;
 	}
+	om_os_fork_parent();
 	om_cache_fork_parent();
 	for (i = 0; i <= mopts.npools; i++)
 		if (fork_took[i])
@@ -490,6 +492,7 @@ om_pool_fork_child(void)
 		if (i < mopts.npools && mopts.exit_key_ok)
 			d->threads = 0;
 	}
+	om_os_fork_child();
 	om_cache_fork_child();
 	/* The child is a new thread of its own, whose pool may not be open
 	 * yet: its next call looks up the tid again (om_thread_init). */

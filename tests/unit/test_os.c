@@ -4,9 +4,11 @@
  */
 #include "unit.h"
 
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -298,6 +300,160 @@ START_TEST(ids_and_write)
 }
 END_TEST
 
+/* ------------------------------------------------------------------ */
+/* munmap refused at vm.max_map_count */
+
+#define LIMIT_BLOCKS	2000
+#define LIMIT_MARGIN	64
+
+/* In the child of unit_run: a failed check says why and exits 1. */
+#define need(cond, ...)							\
+	do {								\
+		if (!(cond)) {						\
+			fprintf(stderr, __VA_ARGS__);			\
+			fputc('\n', stderr);				\
+			_exit(1);					\
+		}							\
+	} while (0)
+
+static long
+maps_count(void)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	long n = 0;
+	int c;
+
+	need(f != NULL, "no /proc/self/maps");
+	while ((c = fgetc(f)) != EOF)
+		n += c == '\n';
+	fclose(f);
+	return n;
+}
+
+/*
+ * Use up the process's mappings, but LIMIT_MARGIN: pages of a PROT_NONE
+ * reservation made readable one in two, each call splitting off two
+ * more mappings.  No page is touched.  Returns the reservation.
+ */
+static void *
+fill_maps(size_t *len)
+{
+	FILE *f = fopen("/proc/sys/vm/max_map_count", "r");
+	long max = 0, calls, i;
+	char *p;
+
+	need(f != NULL && fscanf(f, "%ld", &max) == 1, "no max_map_count");
+	fclose(f);
+	calls = (max - LIMIT_MARGIN - maps_count()) / 2;
+	need(calls > 0, "max_map_count %ld too low", max);
+	*len = (size_t)(2 * calls + 2) * OM_PAGE_SIZE;
+	p = mmap(NULL, *len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS |
+	    MAP_NORESERVE, -1, 0);
+	need(p != MAP_FAILED, "reservation of %zu bytes", *len);
+	for (i = 0; i < calls; i++)
+		need(mprotect(p + (2 * i + 1) * OM_PAGE_SIZE, OM_PAGE_SIZE,
+		    PROT_READ) == 0, "mprotect %ld of %ld", i, calls);
+	return p;
+}
+
+/* Pages of the blocks b[0], b[2], ... that are mapped; *resident: of
+ * those, the resident ones. */
+static size_t
+freed_mapped(char **b, size_t *resident)
+{
+	unsigned char v[2];
+	size_t i, j, n = 0;
+
+	*resident = 0;
+	for (i = 0; i < LIMIT_BLOCKS; i += 2) {
+		char *page = (char *)((uintptr_t)b[i] & ~OM_PAGE_MASK);
+
+		if (mincore(page, 2 * OM_PAGE_SIZE, v) != 0)
+			continue;
+		for (j = 0; j < 2; j++) {
+			n++;
+			*resident += v[j] & 1;
+		}
+	}
+	return n;
+}
+
+/* The pages every pool's cache and the depot hold. */
+static size_t
+cached_pages(void)
+{
+	size_t n = om_cache_depot_pages();
+	unsigned int i;
+
+	for (i = 0; i < mopts.npools; i++)
+		if (om_pool_if_open(i) != NULL)
+			n += om_pool_at(i)->cache_pages;
+	return n;
+}
+
+static void
+at_map_limit(void *arg)
+{
+	static char *b[LIMIT_BLOCKS];
+	struct om_os_kept k0, k1, k2, k3;
+	size_t i, len, mapped, resident;
+	void *fill;
+
+	(void)arg;
+	unit_init();
+	for (i = 0; i < LIMIT_BLOCKS; i++) {
+		need((b[i] = malloc(2 * OM_PAGE_SIZE)) != NULL, "malloc %zu",
+		    i);
+		memset(b[i], 1, 2 * OM_PAGE_SIZE);
+	}
+	om_os_kept(&k0);
+	fill = fill_maps(&len);
+	/* Every other block freed: each run the caches let go is a hole in
+	 * a mapping, and from about the LIMIT_MARGIN / 2th the kernel
+	 * refuses the split.  Refused, the run is released in place. */
+	for (i = 0; i < LIMIT_BLOCKS; i += 2)
+		free(b[i]);
+	om_os_kept(&k1);
+	need(k1.refused > k0.refused, "no munmap refused");
+	need(k1.runs > 0 && k1.lost == 0, "kept %u runs, lost %lu", k1.runs,
+	    k1.lost);
+	mapped = freed_mapped(b, &resident);
+	need(mapped >= k1.pages / 2, "freed pages mapped %zu, kept %zu",
+	    mapped, k1.pages);
+	/* Resident: what the caches hold, and the pages of refused runs
+	 * that became the list of the others. */
+	need(resident <= cached_pages() + k1.blocks, "freed pages resident "
+	    "%zu, cached %zu, list %u", resident, cached_pages(), k1.blocks);
+	/* The kept runs are taken before any new mapping. */
+	for (i = 0; i < LIMIT_BLOCKS; i += 2) {
+		need((b[i] = malloc(2 * OM_PAGE_SIZE)) != NULL, "again %zu", i);
+		memset(b[i], 2, 2 * OM_PAGE_SIZE);
+	}
+	om_os_kept(&k2);
+	need(k2.runs < k1.runs, "kept runs %u, before %u", k2.runs, k1.runs);
+	for (i = 1; i < LIMIT_BLOCKS; i += 2)
+		need(b[i][0] == 1 && b[i][2 * OM_PAGE_SIZE - 1] == 1,
+		    "block %zu changed", i);
+	/* Room again: malloc_trim unmaps what is kept. */
+	need(munmap(fill, len) == 0, "munmap of the reservation");
+	for (i = 0; i < LIMIT_BLOCKS; i++)
+		free(b[i]);
+	malloc_trim(0);
+	om_os_kept(&k3);
+	need(k3.runs == 0 && k3.pages == 0, "after trim: kept %u runs %zu "
+	    "pages", k3.runs, k3.pages);
+}
+
+START_TEST(munmap_refused_at_map_limit)
+{
+	struct child c;
+
+	unit_run(at_map_limit, NULL, &c);
+	ck_assert_msg(WIFEXITED(c.status) && WEXITSTATUS(c.status) == 0,
+	    "status 0x%x: %s", c.status, c.out);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -313,6 +469,7 @@ main(void)
 	tcase_add_test(t, errno_untouched);
 	tcase_add_test(t, counters);
 	tcase_add_test(t, ids_and_write);
+	tcase_add_test(t, munmap_refused_at_map_limit);
 	suite_add_tcase(s, t);
 	return unit_main(s);
 }
