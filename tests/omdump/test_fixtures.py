@@ -134,6 +134,26 @@ class Normal(Base):
         self.assertEqual(d["total"]["lock_biased"], 300)
         self.assertEqual(rows[0]["lock_revoked"], "2")
 
+    def test_munmap_refused(self):
+        # The line comes only after the kernel refused an munmap.
+        d = json.loads(self.ok("json", fx("normal.out")))
+        self.assertEqual(d["kept"], {})
+        with open(fx("normal.out")) as f:
+            text = f.read()
+        text = text.replace("madvise 0\n", "madvise 0\nMunmap refused 40, "
+                            "released in place: kept 12 runs 30 pages, "
+                            "list 1 pages, lost 0 runs\n", 1)
+        with tempfile.NamedTemporaryFile("w", suffix=".out") as f:
+            f.write(text)
+            f.flush()
+            d = json.loads(self.ok("json", f.name))
+            out = self.ok("summary", f.name)
+        self.assertEqual(d["kept"], {"refused": 40, "runs": 12, "pages": 30,
+                                     "list": 1, "lost": 0})
+        self.assertEqual(out.splitlines()[3], "munmap refused 40: released "
+                         "in place, kept 12 runs of 30 pages (list 1 "
+                         "pages), lost 0 runs")
+
     def test_csv(self):
         out = self.ok("csv", fx("normal.out"))
         rows = list(csv.DictReader(io.StringIO(out)))
