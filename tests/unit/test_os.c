@@ -444,6 +444,76 @@ at_map_limit(void *arg)
 	    "pages", k3.runs, k3.pages);
 }
 
+/*
+ * The list itself, at the limit: a refused run of 70 pages is released
+ * (not resident, zero when reused), lands with the long runs, and is
+ * handed out front first, its rest kept by its length.
+ */
+static void
+kept_split(void *arg)
+{
+	size_t len, i, n = 0;
+	struct om_os_kept k;
+	unsigned char v[70];
+	char *p, *q, *scratch;
+	void *fill;
+
+	(void)arg;
+	unit_init();
+	p = om_os_map(100 * OM_PAGE_SIZE, 0);
+	need(p != NULL, "map");
+	memset(p, 1, 100 * OM_PAGE_SIZE);
+	scratch = om_os_map(4 * LIMIT_MARGIN * OM_PAGE_SIZE, 0);
+	need(scratch != NULL, "scratch");
+	fill = fill_maps(&len);
+	/* The margin used up, a page at a time, until the first refusal. */
+	do {
+		need(n < 2 * LIMIT_MARGIN, "no munmap refused");
+		om_os_unmap(scratch + (2 * n++ + 1) * OM_PAGE_SIZE,
+		    OM_PAGE_SIZE);
+		om_os_kept(&k);
+	} while (k.refused == 0);
+	om_os_unmap(p + 10 * OM_PAGE_SIZE, 70 * OM_PAGE_SIZE);
+	om_os_kept(&k);
+	need(k.refused == 2 && k.runs == 2 && k.pages == 71, "refused %lu, "
+	    "kept %u runs %zu pages", k.refused, k.runs, k.pages);
+	need(mincore(p + 10 * OM_PAGE_SIZE, 70 * OM_PAGE_SIZE, v) == 0,
+	    "kept run not mapped");
+	for (i = 0; i < 70; i++)
+		need((v[i] & 1) == 0, "kept page %zu resident", i);
+	/* 30 pages: no bin of 30 or more but the long runs' one. */
+	q = om_os_map(30 * OM_PAGE_SIZE, 0);
+	need(q == p + 10 * OM_PAGE_SIZE, "got %p, not the kept run's front %p",
+	    (void *)q, (void *)(p + 10 * OM_PAGE_SIZE));
+	need(q[0] == 0 && q[30 * OM_PAGE_SIZE - 1] == 0, "not zero");
+	q[0] = 2;
+	/* The 40 pages left, by their own length. */
+	q = om_os_map(40 * OM_PAGE_SIZE, 0);
+	need(q == p + 40 * OM_PAGE_SIZE, "got %p, not the rest %p", (void *)q,
+	    (void *)(p + 40 * OM_PAGE_SIZE));
+	q[40 * OM_PAGE_SIZE - 1] = 2;
+	/* The page refused first, by its own length. */
+	q = om_os_map(OM_PAGE_SIZE, 0);
+	need(q == scratch + (2 * n - 1) * OM_PAGE_SIZE, "got %p, not the "
+	    "scratch page", (void *)q);
+	om_os_kept(&k);
+	need(k.runs == 0 && k.pages == 0, "kept %u runs %zu pages", k.runs,
+	    k.pages);
+	need(p[9 * OM_PAGE_SIZE] == 1 && p[80 * OM_PAGE_SIZE] == 1,
+	    "neighbours changed");
+	need(munmap(fill, len) == 0, "munmap of the reservation");
+}
+
+START_TEST(kept_runs_split_and_reused)
+{
+	struct child c;
+
+	unit_run(kept_split, NULL, &c);
+	ck_assert_msg(WIFEXITED(c.status) && WEXITSTATUS(c.status) == 0,
+	    "status 0x%x: %s", c.status, c.out);
+}
+END_TEST
+
 START_TEST(munmap_refused_at_map_limit)
 {
 	struct child c;
@@ -470,6 +540,7 @@ main(void)
 	tcase_add_test(t, counters);
 	tcase_add_test(t, ids_and_write);
 	tcase_add_test(t, munmap_refused_at_map_limit);
+	tcase_add_test(t, kept_runs_split_and_reused);
 	suite_add_tcase(s, t);
 	return unit_main(s);
 }
