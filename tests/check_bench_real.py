@@ -5,6 +5,9 @@ and prints one table row per program with a cell per allocator.
 Usage: check_bench_real.py BENCH_REAL BUILD_DIR
 """
 
+import importlib.machinery
+import importlib.util
+import os
 import re
 import subprocess
 import sys
@@ -42,6 +45,37 @@ def main():
     if bad.returncode != 2 or "unknown program" not in bad.stderr:
         sys.exit("bad argument not refused: %d %r" % (bad.returncode,
                                                        bad.stderr))
+    # One omalloc column per MALLOC_OPTIONS value, only the allocators
+    # asked for.
+    res = subprocess.run([sys.executable, real, "--reps", "1",
+                          "--programs", "sort", "--build", build,
+                          "--allocators", "glibc,omalloc", "--options=,S"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         universal_newlines=True, timeout=300)
+    if res.returncode != 0:
+        sys.exit("bench/real --options failed (%d): %s" % (res.returncode,
+                                                           res.stderr))
+    rows = [l for l in res.stdout.splitlines() if l.startswith("|")]
+    head = [c.strip() for c in rows[0].strip("|").split("|")]
+    if head != ["program", "omalloc", "omalloc:S", "glibc"]:
+        sys.exit("unexpected header with --options: %r" % rows[0])
+    # Each column's value reaches the program, and only omalloc's runs
+    # get one (a MALLOC_OPTIONS of the caller's is not passed on).
+    loader = importlib.machinery.SourceFileLoader("bench_real", real)
+    spec = importlib.util.spec_from_loader("bench_real", loader)
+    mod = importlib.util.module_from_spec(spec)
+    loader.exec_module(mod)
+    os.environ["MALLOC_OPTIONS"] = "X"
+    mod.run_once(["sh", "-c", 'test "$MALLOC_OPTIONS" = S'], None, "S")
+    mod.run_once(["sh", "-c", 'test -z "${MALLOC_OPTIONS+set}"'], None)
+    for bad_args, what in ((["--allocators", "nosuch"], "unknown allocator"),
+                           (["--options", "S1"], "bad MALLOC_OPTIONS")):
+        bad = subprocess.run([sys.executable, real, "--build", build] +
+                             bad_args, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, universal_newlines=True)
+        if bad.returncode != 2 or what not in bad.stderr:
+            sys.exit("%r not refused: %d %r" % (bad_args, bad.returncode,
+                                                 bad.stderr))
     print("ok: %s" % body[0])
 
 
