@@ -668,7 +668,7 @@ recallocarray(void *p, size_t oldn, size_t newn, size_t sz)
 		/* Clear what is given up first: a shrinking region hands its
 		 * tail pages to the cache.  If the block moves after all, only
 		 * the first newsz bytes are copied. */
-		memset((char *)p + newsz, 0, oldsz - newsz);
+		om_fill((char *)p + newsz, 0, oldsz - newsz);
 		if (OM_REGION_IS_CHUNK(r) ? om_chunk_resize(d, r, p, newsz) :
 		    om_region_realloc(d, r, p, newsz) != NULL) {
 			unlock(d);

@@ -318,7 +318,7 @@ alloc_extras(struct dir_info *d, struct chunk_info *info, unsigned int slot,
 	}
 	if (mopts.opt.chunk_canaries) {
 		reqsizes(info)[slot] = (uint16_t)sz;
-		memset(p + sz, mopts.canary_byte, size - sz);
+		om_fill(p + sz, mopts.canary_byte, size - sz);
 	}
 	return p;
 }
@@ -565,7 +565,7 @@ om_chunk_resize(struct dir_info *d, struct region_info *r, void *p,
 		if (newsz > old && d->junk >= 2)
 			memset((char *)p + old, OM_JUNK_NEW, newsz - old);
 		reqsizes(info)[slot] = (uint16_t)newsz;
-		memset((char *)p + newsz, mopts.canary_byte,
+		om_fill((char *)p + newsz, mopts.canary_byte,
 		    info->size - newsz);
 	}
 	return 1;

@@ -202,7 +202,7 @@ fill_canary(const struct region_info *r)
 	char *user = (char *)OM_REGION_PAGE(r) + OM_REGION_OFFSET(r);
 	size_t end = REGION_LEN(r);
 
-	memset(user + r->size, mopts.canary_byte,
+	om_fill(user + r->size, mopts.canary_byte,
 	    end - OM_REGION_OFFSET(r) - r->size);
 }
 
@@ -211,6 +211,7 @@ check_canary(struct dir_info *d, const struct region_info *r)
 {
 	const char *user = (char *)OM_REGION_PAGE(r) + OM_REGION_OFFSET(r);
 	size_t end = REGION_LEN(r);
+
 	size_t i;
 
 	for (i = r->size; i < end - OM_REGION_OFFSET(r); i++)
