@@ -388,11 +388,11 @@ static void
 check_canary(struct dir_info *d, struct chunk_info *info, unsigned int slot,
     const char *p)
 {
-	size_t i, sz = reqsizes(info)[slot];
+	size_t sz = reqsizes(info)[slot];
 
-	for (i = sz; i < info->size; i++)
-		if (OM_UNLIKELY((uint8_t)p[i] != mopts.canary_byte))
-			canary_corrupted(d, p);
+	if (OM_UNLIKELY(!om_bytes_are(p + sz, mopts.canary_byte,
+	    info->size - sz)))
+		canary_corrupted(d, p);
 }
 
 /* Validate every chunk in the ring (F): junk intact, and so no write after

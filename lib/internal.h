@@ -653,6 +653,26 @@ om_fill(void *p, int c, size_t n)
 		memset(p, c, n);
 }
 
+/* 1 if the n bytes at p all equal c: a word at a time, since a canary
+ * can run to the end of a page. */
+OM_INLINE int
+om_bytes_are(const void *p, uint8_t c, size_t n)
+{
+	const unsigned char *b = p;
+	uint64_t want = c * 0x0101010101010101ULL, x = 0, w;
+	size_t i = 0;
+
+	for (; i < n && ((uintptr_t)(b + i) & 7) != 0; i++)
+		x |= (uint64_t)(b[i] ^ c);
+	for (; i + 8 <= n; i += 8) {
+		memcpy(&w, b + i, 8);
+		x |= w ^ want;
+	}
+	for (; i < n; i++)
+		x |= (uint64_t)(b[i] ^ c);
+	return x == 0;
+}
+
 /* ------------------------------------------------------------------ */
 /* The operating system (os.c): the only caller of mmap and friends. */
 

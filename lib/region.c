@@ -212,11 +212,9 @@ check_canary(struct dir_info *d, const struct region_info *r)
 	const char *user = (char *)OM_REGION_PAGE(r) + OM_REGION_OFFSET(r);
 	size_t end = REGION_LEN(r);
 
-	size_t i;
-
-	for (i = r->size; i < end - OM_REGION_OFFSET(r); i++)
-		if ((uint8_t)user[i] != mopts.canary_byte)
-			om_fatal(d, "region canary corrupted", user);
+	if (!om_bytes_are(user + r->size, mopts.canary_byte,
+	    end - OM_REGION_OFFSET(r) - r->size))
+		om_fatal(d, "region canary corrupted", user);
 }
 
 /* Pages aligned to align (> a page): over-map, then trim both ends. */

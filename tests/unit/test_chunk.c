@@ -423,6 +423,17 @@ do_overrun(void *arg)
 	free(p);
 }
 
+/* The slot's last byte, which the word-wise check reaches last. */
+static void
+do_overrun_last(void *arg)
+{
+	char *volatile p = malloc(20);
+
+	(void)arg;
+	((volatile char *)p)[31] = 'x';
+	free(p);
+}
+
 START_TEST(canary)
 {
 	struct child c;
@@ -437,6 +448,37 @@ START_TEST(canary)
 	else
 		ck_assert_msg(WIFEXITED(c.status) && WEXITSTATUS(c.status) == 0,
 		    "status 0x%x: %s", c.status, c.out);
+	unit_run(do_overrun_last, NULL, &c);
+	if (mopts.opt.chunk_canaries)
+		ck_assert_fatal(&c, "free", "chunk canary corrupted");
+	else
+		ck_assert_msg(WIFEXITED(c.status) && WEXITSTATUS(c.status) == 0,
+		    "status 0x%x: %s", c.status, c.out);
+}
+END_TEST
+
+/* The canary check: any one byte changed, at any alignment and length,
+ * is seen; bytes just outside the range are not looked at. */
+START_TEST(bytes_are_every_position)
+{
+	static uint64_t words[24];
+	unsigned char *buf = (unsigned char *)words;
+	size_t off, n, k;
+
+	for (off = 1; off < 17; off++)
+		for (n = 0; n <= 100; n++) {
+			unsigned char *p = buf + off;
+
+			memset(buf, 0x11, sizeof(words));
+			memset(p, 0xa5, n);
+			ck_assert(om_bytes_are(p, 0xa5, n));
+			for (k = 0; k < n; k++) {
+				p[k] ^= 0x40;
+				ck_assert_msg(!om_bytes_are(p, 0xa5, n),
+				    "off %zu n %zu byte %zu", off, n, k);
+				p[k] ^= 0x40;
+			}
+		}
 }
 END_TEST
 
@@ -588,6 +630,7 @@ main(void)
 	tcase_add_test(t, junk_words);
 	tcase_add_test(t, new_page_junk);
 	tcase_add_test(t, canary);
+	tcase_add_test(t, bytes_are_every_position);
 	tcase_add_test(t, info_canary);
 	tcase_add_test(t, malloc_zero);
 	tcase_add_test(t, empty_page_released);

@@ -502,6 +502,17 @@ do_region_overrun(void *arg)
 	free(p);
 }
 
+/* The last byte of the region's second page, the canary's last. */
+static void
+do_region_overrun_last(void *arg)
+{
+	char *volatile p = malloc(5000);
+
+	(void)arg;
+	((volatile char *)p)[2 * OM_PAGE_SIZE - 1] = 'x';
+	free(p);
+}
+
 static void
 do_guard_overrun(void *arg)
 {
@@ -518,6 +529,12 @@ START_TEST(region_canary_and_guard)
 
 	unit_init();
 	unit_run(do_region_overrun, NULL, &c);
+	if (mopts.opt.chunk_canaries)
+		ck_assert_fatal(&c, "free", "region canary corrupted");
+	else
+		ck_assert_msg(WIFEXITED(c.status) && WEXITSTATUS(c.status) == 0,
+		    "status 0x%x: %s", c.status, c.out);
+	unit_run(do_region_overrun_last, NULL, &c);
 	if (mopts.opt.chunk_canaries)
 		ck_assert_fatal(&c, "free", "region canary corrupted");
 	else
