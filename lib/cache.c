@@ -400,9 +400,10 @@ om_junk_validate(struct dir_info *d, int full, const void *p, size_t sz)
 	size_t words = sz / sizeof(uint64_t), i;
 
 	if (full) {
-		for (i = 0; i < words; i++)
-			if (OM_UNLIKELY(lp[i] != OM_JUNK_FREE64))
-				write_after_free(d, p);
+		/* Every word, without a branch each: up to a whole run. */
+		if (OM_UNLIKELY(!om_bytes_are(p, OM_JUNK_FREE,
+		    words * sizeof(uint64_t))))
+			write_after_free(d, p);
 		return;
 	}
 	if (sz >= OM_PAGE_SIZE) {

@@ -660,15 +660,17 @@ om_bytes_are(const void *p, uint8_t c, size_t n)
 {
 	const unsigned char *b = p;
 	uint64_t want = c * 0x0101010101010101ULL, x = 0, w;
-	size_t i = 0;
+	size_t i = 0, k, words;
 
 	for (; i < n && ((uintptr_t)(b + i) & 7) != 0; i++)
 		x |= (uint64_t)(b[i] ^ c);
-	for (; i + 8 <= n; i += 8) {
-		memcpy(&w, b + i, 8);
+	/* A counted loop, which the compiler vectorizes. */
+	words = (n - i) / 8;
+	for (k = 0; k < words; k++) {
+		memcpy(&w, b + i + 8 * k, 8);
 		x |= w ^ want;
 	}
-	for (; i < n; i++)
+	for (i += 8 * words; i < n; i++)
 		x |= (uint64_t)(b[i] ^ c);
 	return x == 0;
 }

@@ -1002,6 +1002,35 @@ do_page_junk_validate(void *arg)
 	om_junk_validate(NULL, 0, pg, sizeof(pg));
 }
 
+/* Level 2 (J, F): every byte of the run filled and checked. */
+static void
+do_full_junk_validate(void *arg)
+{
+	static uint64_t pg[2 * OM_PAGE_SIZE / 8];
+
+	om_junk_free(2, pg, sizeof(pg));
+	((unsigned char *)pg)[*(size_t *)arg] ^= 1;
+	om_junk_validate(NULL, 1, pg, sizeof(pg));
+}
+
+START_TEST(full_junk_every_byte)
+{
+	static uint64_t pg[2 * OM_PAGE_SIZE / 8];
+	size_t at[] = { 0, 7, OM_PAGE_SIZE + 1, 2 * OM_PAGE_SIZE - 1 }, i;
+	struct child c;
+
+	unit_init();
+	om_junk_free(2, pg, sizeof(pg));
+	for (i = 0; i < sizeof(pg) / 8; i++)
+		ck_assert_uint_eq(pg[i], OM_JUNK_FREE64);
+	om_junk_validate(NULL, 1, pg, sizeof(pg));
+	for (i = 0; i < sizeof(at) / sizeof(at[0]); i++) {
+		unit_run(do_full_junk_validate, &at[i], &c);
+		ck_assert_fatal(&c, "malloc", "write after free");
+	}
+}
+END_TEST
+
 START_TEST(page_junk_words)
 {
 	static uint64_t pg[2 * OM_PAGE_SIZE / 8];
@@ -1083,6 +1112,7 @@ main(void)
 	tcase_add_test(t, api_write_after_free);
 	tcase_add_test(t, junk_helpers);
 	tcase_add_test(t, page_junk_words);
+	tcase_add_test(t, full_junk_every_byte);
 	tcase_add_test(t, depot_limit);
 	tcase_add_test(t, idle_pool_gives_back);
 	tcase_add_test(t, used_runs_first);
