@@ -7,7 +7,11 @@
  * - 5000 short-lived threads that allocate, free and hand blocks back to
  *   the main thread: mapped memory must not grow between 1000 and 5000;
  * - realloc chains that grow blocks byte by byte, by factors and by pages
- *   up to 4 MiB and shrink them back, in several threads at once.
+ *   up to 4 MiB and shrink them back, in several threads at once;
+ * - 4 threads of page-sized blocks with the process at vm.max_map_count,
+ *   where the kernel refuses most munmap calls and freed runs are
+ *   released in place and reused; a malloc that needs a new mapping may
+ *   fail there, with ENOMEM, and the heap must stay sound.
  * Each case is bounded in operations and in time (about a second).
  */
 #include <check.h>
@@ -18,6 +22,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <omalloc.h>
 
 #include "util.h"
 
@@ -336,6 +344,126 @@ START_TEST(realloc_chains)
 }
 END_TEST
 
+static atomic_ulong limit_enomem;
+
+/* Use up the process's mappings but margin, without touching a page;
+ * returns the reservation that holds them, of *len bytes. */
+static void *
+fill_maps(long margin, size_t *len)
+{
+	FILE *f = fopen("/proc/sys/vm/max_map_count", "r");
+	long max = 0, n = 0, calls;
+	char *p;
+	int c;
+
+	ck_assert(f != NULL && fscanf(f, "%ld", &max) == 1);
+	fclose(f);
+	f = fopen("/proc/self/maps", "r");
+	ck_assert(f != NULL);
+	while ((c = fgetc(f)) != EOF)
+		n += c == '\n';
+	fclose(f);
+	calls = (max - margin - n) / 2;
+	ck_assert_int_gt(calls, 0);
+	*len = (size_t)(2 * calls + 2) * 4096;
+	p = mmap(NULL, *len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS |
+	    MAP_NORESERVE, -1, 0);
+	ck_assert(p != MAP_FAILED);
+	for (long i = 0; i < calls; i++)
+		ST_REQUIRE(mprotect(p + (2 * i + 1) * 4096, 4096, PROT_READ) ==
+		    0, "mprotect %ld of %ld", i, calls);
+	return p;
+}
+
+static void *
+page_blocks(void *arg)
+{
+	uint64_t rng = 0x9e3779b97f4a7c15ULL * ((uintptr_t)arg + 1);
+	struct block b[512];
+	unsigned long ops = 0;
+
+	memset(b, 0, sizeof(b));
+	while (st_now() < deadline) {
+		struct block *x = &b[st_rand(&rng) % 512];
+		size_t size = 2049 + st_rand(&rng) % (8 * 4096);
+
+		if (x->p != NULL)
+			free_block(x, "at the map limit");
+		else {
+			unsigned char *q = malloc(size);
+
+			if (q == NULL) {
+				ST_REQUIRE(errno == ENOMEM, "errno %d", errno);
+				atomic_fetch_add(&limit_enomem, 1);
+				continue;
+			}
+			new_block(x, q, size);
+		}
+		if (++ops % 20000 == 0 && (uintptr_t)arg == 0)
+			malloc_trim(0);
+	}
+	for (int i = 0; i < 512; i++)
+		free_block(&b[i], "at the map limit, last");
+	return (void *)ops;
+}
+
+/* The dump's line for refused munmap calls, or "" if it has none. */
+static void
+refused_line(char *line, size_t len)
+{
+	FILE *f = tmpfile();
+	char buf[256];
+
+	ck_assert(f != NULL);
+	malloc_gdump(fileno(f));
+	rewind(f);
+	line[0] = '\0';
+	while (fgets(buf, sizeof(buf), f) != NULL)
+		if (strncmp(buf, "Munmap refused", 14) == 0)
+			snprintf(line, len, "%s", buf);
+	fclose(f);
+}
+
+START_TEST(at_map_limit)
+{
+	pthread_t t[4];
+	unsigned long ops = 0;
+	char line[256], *p;
+	size_t len;
+	void *fill;
+
+	free(malloc(1));
+	fill = fill_maps(200, &len);
+	deadline = st_now() + 1.0;
+	for (int i = 0; i < 4; i++)
+		ck_assert_int_eq(pthread_create(&t[i], NULL, page_blocks,
+		    (void *)(uintptr_t)i), 0);
+	for (int i = 0; i < 4; i++) {
+		void *r;
+
+		pthread_join(t[i], &r);
+		ops += (unsigned long)r;
+	}
+	refused_line(line, sizeof(line));
+	/* The limit was reached: the case tested what it says. */
+	ck_assert_msg(line[0] != '\0', "no munmap refused");
+	ck_assert_msg(strstr(line, "lost 0 runs") != NULL, "%s", line);
+	ck_assert_uint_gt(ops, atomic_load(&limit_enomem));
+	/* Room again: allocation works, and what was kept is unmapped. */
+	ck_assert_int_eq(munmap(fill, len), 0);
+	p = malloc(20 * 4096);
+	ck_assert_ptr_nonnull(p);
+	memset(p, 1, 20 * 4096);
+	free(p);
+	malloc_trim(0);
+	refused_line(line, sizeof(line));
+	ck_assert_msg(strstr(line, "kept 0 runs 0 pages") != NULL, "%s",
+	    line);
+	fprintf(stderr, "at_map_limit: 4 threads, %lu operations, %lu "
+	    "ENOMEM; %s", ops, atomic_load(&limit_enomem), line);
+}
+END_TEST
+
 static Suite *
 stress_suite(void)
 {
@@ -346,6 +474,7 @@ stress_suite(void)
 	tcase_add_test(tc, random_ops_cross_thread);
 	tcase_add_test(tc, short_lived_threads);
 	tcase_add_test(tc, realloc_chains);
+	tcase_add_test(tc, at_map_limit);
 	suite_add_tcase(s, tc);
 	return s;
 }
