@@ -159,7 +159,7 @@ om_os_remap(void *p, size_t oldlen, size_t newlen)
  * a GiB does).  The range is then released with MADV_DONTNEED instead,
  * which frees its pages but keeps the addresses (and, under strict
  * overcommit, the commit charge), and kept here: the pools take such runs
- * before they map anything (om_os_map, om_os_take_kept), since a new
+ * before they map anything (om_os_map, om_os_map_kept), since a new
  * mapping is what the kernel is refusing, and malloc_trim tries munmap on
  * each again (om_os_trim_kept).
  *
