@@ -85,10 +85,7 @@ static struct {
 static void
 depot_lock(void)
 {
-	int owner = om_owner();
-
-	if (!om_mutex_trylock(&depot.mtx, owner))
-		om_mutex_wait(&depot.mtx, owner);
+	om_mutex_lock(&depot.mtx, om_owner());
 }
 
 static int
@@ -307,8 +304,8 @@ om_cache_fork_prepare(void)
 	int me = om_owner();
 
 	fork_depot_mine = __atomic_load_n(&depot.mtx.w, __ATOMIC_RELAXED) == me;
-	if (!fork_depot_mine && !om_mutex_trylock(&depot.mtx, me))
-		om_mutex_wait(&depot.mtx, me);
+	if (!fork_depot_mine)
+		om_mutex_lock(&depot.mtx, me);
 }
 
 void

@@ -209,6 +209,14 @@ om_mutex_trylock(struct om_mutex *m, int owner)
 	    __ATOMIC_ACQUIRE, __ATOMIC_RELAXED);
 }
 
+/* Take m for owner: at once when it is free, else after waiting. */
+OM_INLINE void
+om_mutex_lock(struct om_mutex *m, int owner)
+{
+	if (!om_mutex_trylock(m, owner))
+		om_mutex_wait(m, owner);
+}
+
 /* Release; wake a sleeper unless one woken before has not run yet: on an
  * oversubscribed machine a woken thread may wait long for a CPU, and the
  * holder would otherwise pay a futex_wake for every release meanwhile. */

@@ -220,10 +220,7 @@ stat_add_long(unsigned long *v)
 static void
 kept_lock(void)
 {
-	int owner = om_owner();
-
-	if (!om_mutex_trylock(&kept.mtx, owner))
-		om_mutex_wait(&kept.mtx, owner);
+	om_mutex_lock(&kept.mtx, om_owner());
 }
 
 static void

@@ -422,8 +422,7 @@ om_pool_fork_prepare(void)
 		    !(d->bias == me && d->bias_in);
 		if (!fork_took[i])
 			continue;
-		if (!om_mutex_trylock(&d->mtx, me))
-			om_mutex_wait(&d->mtx, me);
+		om_mutex_lock(&d->mtx, me);
 		/* Other threads' biases go, with one barrier for them all. */
 		if (d->bias != 0 && d->bias != me) {
 			bias_clear(d, 0);
