@@ -413,47 +413,37 @@ START_TEST(new_page_junk)
 }
 END_TEST
 
+/* Write byte *arg of a 20-byte block (its slot is 32) and free it. */
 static void
 do_overrun(void *arg)
 {
 	char *volatile p = malloc(20);
 
-	(void)arg;
-	((volatile char *)p)[20] = 'x';
-	free(p);
-}
-
-/* The slot's last byte, which the word-wise check reaches last. */
-static void
-do_overrun_last(void *arg)
-{
-	char *volatile p = malloc(20);
-
-	(void)arg;
-	((volatile char *)p)[31] = 'x';
+	((volatile char *)p)[*(const int *)arg] = 'x';
 	free(p);
 }
 
 START_TEST(canary)
 {
+	/* The first byte past the size, and the slot's last, which the
+	 * word-wise check reaches last. */
+	static const int at[] = { 20, 31 };
 	struct child c;
 	void *volatile p = malloc(20);
+	unsigned int i;
 
 	ck_assert_uint_eq(malloc_usable_size(p),
 	    mopts.opt.chunk_canaries ? 20 : 32);
 	free(p);
-	unit_run(do_overrun, NULL, &c);
-	if (mopts.opt.chunk_canaries)
-		ck_assert_fatal(&c, "free", "chunk canary corrupted");
-	else
-		ck_assert_msg(WIFEXITED(c.status) && WEXITSTATUS(c.status) == 0,
-		    "status 0x%x: %s", c.status, c.out);
-	unit_run(do_overrun_last, NULL, &c);
-	if (mopts.opt.chunk_canaries)
-		ck_assert_fatal(&c, "free", "chunk canary corrupted");
-	else
-		ck_assert_msg(WIFEXITED(c.status) && WEXITSTATUS(c.status) == 0,
-		    "status 0x%x: %s", c.status, c.out);
+	for (i = 0; i < 2; i++) {
+		unit_run(do_overrun, (void *)&at[i], &c);
+		if (mopts.opt.chunk_canaries)
+			ck_assert_fatal(&c, "free", "chunk canary corrupted");
+		else
+			ck_assert_msg(WIFEXITED(c.status) &&
+			    WEXITSTATUS(c.status) == 0, "status 0x%x: %s",
+			    c.status, c.out);
+	}
 }
 END_TEST
 
