@@ -423,7 +423,7 @@ data_len(const struct om_cache_entry *e)
 }
 
 /* Make an entry's pages usable again and check they were not written. */
-static void *
+OM_INLINE void *
 reuse(struct dir_info *d, struct om_cache_entry *e, int *zeroed)
 {
 	void *p = (void *)e->p;
@@ -561,7 +561,7 @@ om_cache_init(struct dir_info *d)
  * Take slot i of class k out: the last of its part moves in, and the last
  * fresh run into the place that leaves.
  */
-static void
+OM_INLINE void
 remove_entry(struct dir_info *d, unsigned int k, unsigned int i)
 {
 	struct om_cache_entry *e = slot(d, k, i);
@@ -638,7 +638,7 @@ take_out(struct dir_info *d, unsigned int k, unsigned int i)
 
 /* Add a run to its class (which has room): a used one at the end of the
  * used runs, the first fresh one moving to the end. */
-static void
+OM_INLINE void
 add_entry(struct dir_info *d, unsigned int k, const struct om_cache_entry *e)
 {
 	unsigned int n = d->cache_n[k]++;
@@ -818,7 +818,7 @@ map_fresh(struct dir_info *d, size_t npages, int guarded, int *zeroed)
  * slot on, so that the order of reuse cannot be predicted.  Made usable
  * (see reuse); NULL if none fits or it could not be made usable.
  */
-static void *
+OM_INLINE void *
 take_fitting(struct dir_info *d, unsigned int k, unsigned int n,
     size_t npages, int guarded, uintptr_t mask, int *zeroed)
 {
