@@ -434,7 +434,7 @@ refused_line(char *line, size_t len)
 START_TEST(at_map_limit)
 {
 	pthread_t t[4];
-	unsigned long ops = 0;
+	unsigned long ops = 0, enomem;
 	char line[256], *p;
 	size_t len;
 	void *fill;
@@ -457,10 +457,24 @@ START_TEST(at_map_limit)
 		ops += (unsigned long)r;
 	}
 	refused_line(line, sizeof(line));
+	if (line[0] == '\0') {
+		/* A slow second on a loaded machine may not have used up
+		 * the margin: holes that must, every other of 4000 runs. */
+		static char *hole[4000];
+
+		for (int i = 0; i < 4000; i++)
+			hole[i] = malloc(2 * 4096);
+		for (int i = 0; i < 4000; i += 2)
+			free(hole[i]);
+		for (int i = 1; i < 4000; i += 2)
+			free(hole[i]);
+		refused_line(line, sizeof(line));
+	}
 	/* The limit was reached: the case tested what it says. */
 	ck_assert_msg(line[0] != '\0', "no munmap refused");
 	ck_assert_msg(strstr(line, "lost 0 runs") != NULL, "%s", line);
-	ck_assert_uint_gt(ops, atomic_load(&limit_enomem));
+	enomem = atomic_load(&limit_enomem);
+	ck_assert_uint_gt(ops, enomem);
 	/* Room again: allocation works, and what was kept is unmapped. */
 	ck_assert_int_eq(munmap(fill, len), 0);
 	p = malloc(20 * 4096);
@@ -472,7 +486,7 @@ START_TEST(at_map_limit)
 	ck_assert_msg(strstr(line, "kept 0 runs 0 pages") != NULL, "%s",
 	    line);
 	fprintf(stderr, "at_map_limit: 4 threads, %lu operations, %lu "
-	    "ENOMEM; %s", ops, atomic_load(&limit_enomem), line);
+	    "ENOMEM; %s", ops, enomem, line);
 }
 END_TEST
 
