@@ -107,9 +107,10 @@ grow(struct dir_info *d)
 	return 0;
 }
 
-/* Register a page; 0, or -1 when the table could not grow. */
-int
-om_region_insert(struct dir_info *d, uintptr_t key, uintptr_t size, void *f)
+/* Register a page; 0, or -1 when the table could not grow.  Inlined
+ * into this file's allocation path; chunk.c calls the function. */
+OM_INLINE int
+table_insert(struct dir_info *d, uintptr_t key, uintptr_t size, void *f)
 {
 	/* At most half full: linear probing stays short (about 1.5 probes
 	 * for a hit), and the table is small next to what it maps. */
@@ -119,6 +120,12 @@ om_region_insert(struct dir_info *d, uintptr_t key, uintptr_t size, void *f)
 	place(d, key, size, f);
 	hint_set(d, key & ~(uintptr_t)OM_PAGE_MASK);
 	return 0;
+}
+
+int
+om_region_insert(struct dir_info *d, uintptr_t key, uintptr_t size, void *f)
+{
+	return table_insert(d, key, size, f);
 }
 
 /* The entry of the page holding p, or NULL if this pool does not own it. */
@@ -142,9 +149,10 @@ om_region_find(struct dir_info *d, const void *p)
 	}
 }
 
-/* Remove r, shifting later entries of its probe run back into the gap. */
-void
-om_region_delete(struct dir_info *d, struct region_info *r)
+/* Remove r, shifting later entries of its probe run back into the gap.
+ * Inlined into this file's free path, as table_insert. */
+OM_INLINE void
+table_delete(struct dir_info *d, struct region_info *r)
 {
 	size_t mask = d->regions_total - 1;
 	size_t i = (size_t)(r - d->r), j, k;
@@ -171,6 +179,12 @@ om_region_delete(struct dir_info *d, struct region_info *r)
 			break;
 		}
 	}
+}
+
+void
+om_region_delete(struct dir_info *d, struct region_info *r)
+{
+	table_delete(d, r);
 }
 
 /* The pages a region of sz bytes at offset off spans: at least one, so that
@@ -275,7 +289,7 @@ om_region_alloc(struct dir_info *d, size_t sz, size_t align, int flags,
 		d->mapped -= len;
 		return NULL;
 	}
-	if (om_region_insert(d, (uintptr_t)p | off, sz, f) != 0) {
+	if (table_insert(d, (uintptr_t)p | off, sz, f) != 0) {
 		om_cache_put(d, p, len >> OM_PAGE_SHIFT, guard != 0);
 		return NULL;
 	}
@@ -324,7 +338,7 @@ om_region_free(struct dir_info *d, struct region_info *r, void *p, int clear,
 		memset(p, 0, r->size);
 		__asm__ __volatile__("" : : "r"(p) : "memory");
 	}
-	om_region_delete(d, r);
+	table_delete(d, r);
 	d->inuse -= datalen;
 	if (guard)
 		d->guarded -= guard;
