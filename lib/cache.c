@@ -389,12 +389,24 @@ write_after_free(struct dir_info *d, const void *p)
 	om_fatal(d, "write after free", p);
 }
 
+/* Level 1 on a run of pages: the four words of its first page intact. */
+OM_INLINE int
+page_junk_ok(const void *p)
+{
+	const uint64_t *lp = p;
+	uint64_t x = 0;
+	unsigned int i;
+
+	for (i = 0; i < 4; i++)
+		x |= lp[i * PAGE_STEP] ^ OM_JUNK_FREE64;
+	return x == 0;
+}
+
 /* Check the junk of a freed block: every byte (full) or the sparse words. */
 void
 om_junk_validate(struct dir_info *d, int full, const void *p, size_t sz)
 {
-	const uint64_t *lp = p;
-	size_t words = sz / sizeof(uint64_t), i;
+	size_t words = sz / sizeof(uint64_t);
 
 	if (full) {
 		/* Every word, without a branch each: up to a whole run. */
@@ -404,15 +416,22 @@ om_junk_validate(struct dir_info *d, int full, const void *p, size_t sz)
 		return;
 	}
 	if (sz >= OM_PAGE_SIZE) {
-		uint64_t x = 0;
-
-		for (i = 0; i < 4; i++)
-			x |= lp[i * PAGE_STEP] ^ OM_JUNK_FREE64;
-		if (OM_UNLIKELY(x != 0))
+		if (OM_UNLIKELY(!page_junk_ok(p)))
 			write_after_free(d, p);
 		return;
 	}
 	if (!om_junk_sparse_ok(p, sz))
+		write_after_free(d, p);
+}
+
+/* om_junk_validate, with its common case, level 1 on a run of pages,
+ * inlined into the reuse of cached runs. */
+OM_INLINE void
+junk_validate(struct dir_info *d, const void *p, size_t sz)
+{
+	if (OM_UNLIKELY(mopts.junk_validate_full) || sz < OM_PAGE_SIZE)
+		om_junk_validate(d, mopts.junk_validate_full, p, sz);
+	else if (OM_UNLIKELY(!page_junk_ok(p)))
 		write_after_free(d, p);
 }
 
@@ -431,7 +450,7 @@ reuse(struct dir_info *d, struct om_cache_entry *e, int *zeroed)
 	if (e->noaccess && om_os_protect(p, data_len(e), 1) != 0)
 		return NULL;
 	if (e->junked && d->junk)
-		om_junk_validate(d, mopts.junk_validate_full, p, data_len(e));
+		junk_validate(d, p, data_len(e));
 	*zeroed = !e->junked && e->fresh;
 	return p;
 }
