@@ -784,22 +784,21 @@ map_fresh(struct dir_info *d, size_t npages, int guarded, int *zeroed)
 			return p;
 		}
 	}
-	/* Runs the kernel would not unmap, before the reserve, which is
-	 * carved from a mapping the kernel may refuse as well. */
-	if (!d->conceal && (p = om_os_map_kept(npages << OM_PAGE_SHIFT)) !=
-	    NULL) {
-		d->mapped += npages << OM_PAGE_SHIFT;
-		*zeroed = 1;
-		return p;
-	}
-	if (d->cache_max == 0 || npages > RESERVE_MAX / 2) {
+	/* om_os_map takes a run the kernel would not unmap, if there is
+	 * one; the reserve is carved from a batch it maps, so such a run
+	 * is taken here first, before a mapping the kernel may refuse. */
+	if (d->cache_max == 0 || npages > RESERVE_MAX / 2)
 		p = om_os_map(npages << OM_PAGE_SHIFT, d->conceal);
-		if (p == NULL)
-			return NULL;
-		d->mapped += npages << OM_PAGE_SHIFT;
-		*zeroed = 1;
-		return p;
-	}
+	else if (d->conceal ||
+	    (p = om_os_map_kept(npages << OM_PAGE_SHIFT)) == NULL)
+		goto reserve;
+	if (p == NULL)
+		return NULL;
+	d->mapped += npages << OM_PAGE_SHIFT;
+	*zeroed = 1;
+	return p;
+
+reserve:
 	if (reserve_ensure(d, npages) != 0)
 		return NULL;
 
