@@ -649,8 +649,7 @@ take_out(struct dir_info *d, unsigned int k, unsigned int i)
 	struct om_cache_entry e = *slot(d, k, i);
 
 	if (e.junked && !e.noaccess && d->junk)
-		om_junk_validate(d, mopts.junk_validate_full, (void *)e.p,
-		    data_len(&e));
+		junk_validate(d, (void *)e.p, data_len(&e));
 	remove_entry(d, k, i);
 	return e;
 }
@@ -897,8 +896,7 @@ take_front(struct dir_info *d, unsigned int k, unsigned int i,
 	if (e.noaccess && om_os_protect((void *)e.p, len, 1) != 0)
 		return NULL;
 	if (e.junked && d->junk)
-		om_junk_validate(d, mopts.junk_validate_full, (void *)e.p,
-		    len);
+		junk_validate(d, (void *)e.p, len);
 	remove_entry(d, k, i);
 	if (e.npages == npages)
 		return (void *)e.p;
