@@ -9,8 +9,10 @@ import importlib.machinery
 import importlib.util
 import os
 import re
+import resource
 import subprocess
 import sys
+import tempfile
 
 
 def main():
@@ -66,8 +68,17 @@ def main():
     mod = importlib.util.module_from_spec(spec)
     loader.exec_module(mod)
     os.environ["MALLOC_OPTIONS"] = "X"
-    mod.run_once(["sh", "-c", 'test "$MALLOC_OPTIONS" = S'], None, "S")
-    mod.run_once(["sh", "-c", 'test -z "${MALLOC_OPTIONS+set}"'], None)
+    with tempfile.TemporaryDirectory() as tmp:
+        peakrss = mod.launcher(build, tmp)
+        mod.run_once(["sh", "-c", 'test "$MALLOC_OPTIONS" = S'], None, "S",
+                     peakrss)
+        _, kib = mod.run_once(["sh", "-c", 'test -z "${MALLOC_OPTIONS+set}"'],
+                              None, None, peakrss)
+    # The peak is the program's own: a shell's, far below this Python
+    # process's, which a program started straight from Python inherits.
+    own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    if not 0 < kib < own / 2:
+        sys.exit("sh's peak %d KiB, this process's %d KiB" % (kib, own))
     for bad_args, what in ((["--allocators", "nosuch"], "unknown allocator"),
                            (["--options", "S1"], "bad MALLOC_OPTIONS")):
         bad = subprocess.run([sys.executable, real, "--build", build] +
