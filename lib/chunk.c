@@ -140,9 +140,16 @@ om_chunk_index(struct dir_info *d, struct chunk_info *info, const void *p)
 
 /*
  * A chunk_info record for bucket: a spare one, else carved from the pool's
- * current page of records, which all buckets share (a page per bucket
- * would keep up to 22 pages per pool resident for a few records each).
+ * current batch of records pages, which all buckets share (a page per
+ * bucket would keep up to 22 pages per pool resident for a few records
+ * each).  A batch is one page at first and doubles with each batch up to
+ * 16 pages, so a pool with many chunk pages maps their records a few
+ * dozen at a time rather than a page per call (under D, whose records
+ * hold the callers, that was a call per chunk page).  Pages of a batch
+ * not yet carved are never touched and cost no memory.
  */
+#define INFO_SHIFT_MAX 4		/* batches of at most 16 pages */
+
 static struct chunk_info *
 alloc_info(struct dir_info *d, unsigned int bucket)
 {
@@ -156,13 +163,21 @@ alloc_info(struct dir_info *d, unsigned int bucket)
 	}
 	rec = mopts.info_size[bucket];
 	if (rec > d->info_left) {
-		len = rec > OM_PAGE_SIZE ? OM_PAGEROUND(rec) : OM_PAGE_SIZE;
-		q = om_os_map(len, d->conceal);
+		size_t need = OM_PAGEROUND(rec);
+
+		len = (size_t)OM_PAGE_SIZE << d->info_shift;
+		if (len < need)
+			len = need;
+		/* Short of memory, a batch may fail where a page would not. */
+		if ((q = om_os_map(len, d->conceal)) == NULL && len > need)
+			q = om_os_map(len = need, d->conceal);
 		if (q == NULL)
 			return NULL;
 		d->mapped += len;
 		d->info_next = q;
 		d->info_left = len;
+		if (d->info_shift < INFO_SHIFT_MAX)
+			d->info_shift++;
 	}
 	info = (struct chunk_info *)(void *)d->info_next;
 	d->info_next += rec;

@@ -348,8 +348,9 @@ struct dir_info {
 	uint8_t chunk_lists[OM_NBUCKETS];	/* bit l: list l not empty */
 	unsigned int chunk_pages_avail[OM_NBUCKETS];
 	struct chunk_info *info_free[OM_NBUCKETS];	/* spare records */
-	char *info_next;		/* unused part of the records page */
+	char *info_next;		/* unused part of the records pages */
 	size_t info_left;		/* its bytes */
+	unsigned int info_shift;	/* next batch: 1 << this pages */
 
 	/* Delayed-free ring. */
 	struct om_delayed delayed[OM_DELAYED];

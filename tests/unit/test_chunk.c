@@ -550,6 +550,41 @@ START_TEST(info_records_shared)
 }
 END_TEST
 
+/*
+ * A pool with many chunk pages maps their records in batches of growing
+ * length: in the order they are made, each record follows the last one
+ * across page boundaries, and a new mapping starts only a few times, not
+ * once per page of records.
+ */
+START_TEST(info_records_batched)
+{
+	enum { PAGES = 600 };
+	static struct chunk_info *infos[PAGES];
+	struct dir_info *d = unit_pool();
+	size_t rec = mopts.info_size[om_bucket_of(2048)];
+	unsigned int n = 0, breaks = 0, i, j;
+
+	/* Two 2048-byte slots a page: a new page every two or so. */
+	while (n < PAGES) {
+		struct chunk_info *info = info_of(d, chunk_get(d, 2048));
+
+		ck_assert_ptr_nonnull(info);
+		for (j = 0; j < n && infos[j] != info; j++)
+			continue;
+		if (j == n)
+			infos[n++] = info;
+	}
+	for (i = 1; i < n; i++)
+		if ((char *)infos[i] != (char *)infos[i - 1] + rec)
+			breaks++;
+	/* Batches of 1, 2, 4 and 8 pages, then 16 at a time; a mapping per
+	 * page would break at each of the 8 pages or more. */
+	ck_assert_uint_ge(PAGES * rec / OM_PAGE_SIZE, 8);
+	ck_assert_msg(breaks <= 4 + PAGES * rec / (16 * OM_PAGE_SIZE),
+	    "%u breaks for %u records of %zu bytes", breaks, n, rec);
+}
+END_TEST
+
 START_TEST(empty_page_released)
 {
 	struct dir_info *d = unit_pool();
@@ -625,6 +660,7 @@ main(void)
 	tcase_add_test(t, malloc_zero);
 	tcase_add_test(t, empty_page_released);
 	tcase_add_test(t, info_records_shared);
+	tcase_add_test(t, info_records_batched);
 	tcase_add_test(t, inuse_counts);
 	tcase_add_test(t, junk_new);
 	tcase_add_test(t, table_entry_checked);
