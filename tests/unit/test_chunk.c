@@ -440,9 +440,7 @@ START_TEST(canary)
 		if (mopts.opt.chunk_canaries)
 			ck_assert_fatal(&c, "free", "chunk canary corrupted");
 		else
-			ck_assert_msg(WIFEXITED(c.status) &&
-			    WEXITSTATUS(c.status) == 0, "status 0x%x: %s",
-			    c.status, c.out);
+			ck_assert_exited_ok(&c);
 	}
 }
 END_TEST

@@ -54,8 +54,7 @@ expect_ok(void *p)
 	struct child c;
 
 	unit_run(do_write, p, &c);
-	ck_assert_msg(WIFEXITED(c.status) && WEXITSTATUS(c.status) == 0,
-	    "status 0x%x", c.status);
+	ck_assert_exited_ok(&c);
 }
 
 START_TEST(map_unmap)
@@ -526,8 +525,7 @@ child_passes(void (*fn)(void *))
 	struct child c;
 
 	unit_run(fn, NULL, &c);
-	ck_assert_msg(WIFEXITED(c.status) && WEXITSTATUS(c.status) == 0,
-	    "status 0x%x: %s", c.status, c.out);
+	ck_assert_exited_ok(&c);
 }
 
 START_TEST(kept_runs_split_and_reused)

@@ -206,8 +206,7 @@ START_TEST(pools_open_on_use)
 	ck_assert(om_pool_ok(mopts.conceal));
 	free(p);
 	unit_run(do_alloc_own, NULL, &c);
-	ck_assert_msg(WIFEXITED(c.status) && WEXITSTATUS(c.status) == 0,
-	    "fork child: 0x%x %s", c.status, c.out);
+	ck_assert_exited_ok(&c);
 
 	want = first_closed_pool();
 	/* Only the test runner's pool and this child's can be open. */
@@ -474,8 +473,7 @@ START_TEST(ownerless_pool_gives_back)
 	assert_kept_nothing(d);
 
 	unit_run(do_count_child, NULL, &c);
-	ck_assert_msg(WIFEXITED(c.status) && WEXITSTATUS(c.status) == 0,
-	    "fork child: 0x%x %s", c.status, c.out);
+	ck_assert_exited_ok(&c);
 }
 END_TEST
 

@@ -13,6 +13,7 @@
 
 #include <check.h>
 #include <stddef.h>
+#include <sys/wait.h>
 
 struct child {
 	int status;		/* as returned by waitpid */
@@ -50,5 +51,10 @@ int unit_main(Suite *s);
 		ck_assert_msg(strstr((c)->out, want_) != NULL,               \
 		    "expected \"%s\" in stderr: %s", want_, (c)->out);       \
 	} while (0)
+
+/* The child exited with status 0; else its status and stderr. */
+#define ck_assert_exited_ok(c)                                              \
+	ck_assert_msg(WIFEXITED((c)->status) && WEXITSTATUS((c)->status) == 0, \
+	    "expected exit 0, status 0x%x, stderr: %s", (c)->status, (c)->out)
 
 #endif /* UNIT_H */
