@@ -318,11 +318,8 @@ om_cache_fork_parent(void)
 void
 om_cache_fork_child(void)
 {
-	if (!fork_depot_mine) {
-		depot.mtx.w = 0;
-		depot.mtx.sleepers = 0;
-		depot.mtx.waking = 0;
-	}
+	if (!fork_depot_mine)
+		om_mutex_init(&depot.mtx);
 }
 
 size_t

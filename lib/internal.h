@@ -209,6 +209,16 @@ om_mutex_trylock(struct om_mutex *m, int owner)
 	    __ATOMIC_ACQUIRE, __ATOMIC_RELAXED);
 }
 
+/* m free, with no sleeper: a new lock, or one a fork child inherits
+ * (the threads that held it or slept on it do not exist there). */
+OM_INLINE void
+om_mutex_init(struct om_mutex *m)
+{
+	m->w = 0;
+	m->sleepers = 0;
+	m->waking = 0;
+}
+
 /* Take m for owner: at once when it is free, else after waiting. */
 OM_INLINE void
 om_mutex_lock(struct om_mutex *m, int owner)

@@ -462,9 +462,7 @@ om_os_fork_parent(void)
 void
 om_os_fork_child(void)
 {
-	kept.mtx.w = 0;
-	kept.mtx.sleepers = 0;
-	kept.mtx.waking = 0;
+	om_mutex_init(&kept.mtx);
 }
 
 /* access: 0 none, 1 read-write.  Returns 0 or -1. */

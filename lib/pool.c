@@ -53,9 +53,7 @@ pool_place(char *body)
 static int
 pool_setup(struct dir_info *d, unsigned int index, int conceal)
 {
-	d->mtx.w = 0;
-	d->mtx.sleepers = 0;
-	d->mtx.waking = 0;
+	om_mutex_init(&d->mtx);
 	d->bias_after = OM_BIAS_FIRST;
 	d->index = index;
 	d->conceal = conceal;
@@ -477,11 +475,8 @@ om_pool_fork_child(void)
 
 		if (d == NULL)
 			continue;
-		if (fork_took[i]) {
-			d->mtx.w = 0;
-			d->mtx.sleepers = 0;
-			d->mtx.waking = 0;
-		}
+		if (fork_took[i])
+			om_mutex_init(&d->mtx);
 		/* The threads the biases name do not exist here. */
 		d->bias = 0;
 		d->bias_in = 0;
