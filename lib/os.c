@@ -198,24 +198,8 @@ static struct {
 } kept;
 
 /* The counts are changed under the lock, and read without it (kept.runs
- * by om_os_map_kept, all by the dump): relaxed atomics. */
-static void
-stat_add(unsigned int *v, int n)
-{
-	__atomic_store_n(v, *v + (unsigned int)n, __ATOMIC_RELAXED);
-}
-
-static void
-stat_add_size(size_t *v, size_t n)
-{
-	__atomic_store_n(v, *v + n, __ATOMIC_RELAXED);
-}
-
-static void
-stat_add_long(unsigned long *v)
-{
-	__atomic_store_n(v, *v + 1, __ATOMIC_RELAXED);
-}
+ * by om_os_map_kept, all by the dump): relaxed atomic stores. */
+#define KEPT_ADD(v, n)	__atomic_store_n(&(v), (v) + (n), __ATOMIC_RELAXED)
 
 static void
 kept_lock(void)
@@ -265,8 +249,8 @@ kept_push(uintptr_t p, size_t npages)
 	e->next = kept.bin[b];
 	kept.bin[b] = i;
 	kept.bins |= (uint64_t)1 << b;
-	stat_add(&kept.runs, 1);
-	stat_add_size(&kept.pages, npages);
+	KEPT_ADD(kept.runs, 1);
+	KEPT_ADD(kept.pages, npages);
 	return 0;
 }
 
@@ -282,8 +266,8 @@ kept_unlink(unsigned int b, uint32_t *link)
 		kept.bins &= ~((uint64_t)1 << b);
 	kept_slot(i)->next = kept.free;
 	kept.free = i;
-	stat_add(&kept.runs, -1);
-	stat_add_size(&kept.pages, -(size_t)r.npages);
+	KEPT_ADD(kept.runs, -1);
+	KEPT_ADD(kept.pages, -(size_t)r.npages);
 	return r;
 }
 
@@ -328,18 +312,18 @@ kept_add(uintptr_t p, size_t npages)
 	if (kept_push(p, npages) == 0)
 		return;
 	if (kept.blocks + 1 >= KEPT_BLOCKS) {
-		stat_add_long(&kept.lost);
+		KEPT_ADD(kept.lost, 1);
 		return;
 	}
 	COUNT(mprotect);
 	if (mprotect((void *)p, OM_PAGE_SIZE, PROT_READ | PROT_WRITE) == 0) {
 		kept.block[kept.blocks + 1] = (struct kept_run *)p;
-		stat_add(&kept.blocks, 1);
+		KEPT_ADD(kept.blocks, 1);
 		if (npages > 1)
 			kept_push(p + OM_PAGE_SIZE, npages - 1);
 		return;
 	}
-	stat_add_long(&kept.lost);
+	KEPT_ADD(kept.lost, 1);
 }
 
 /* munmap refused: release the range in place and keep it. */
@@ -356,7 +340,7 @@ keep(void *p, size_t len)
 	if (madvise(p, len, MADV_DONTNEED) != 0)
 		om_fatal(NULL, "munmap failed", p);
 	kept_lock();
-	stat_add_long(&kept.refused);
+	KEPT_ADD(kept.refused, 1);
 	kept_add((uintptr_t)p, OM_PAGEROUND(len) >> OM_PAGE_SHIFT);
 	kept_unlock();
 }
