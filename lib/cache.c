@@ -589,6 +589,8 @@ remove_entry(struct dir_info *d, unsigned int k, unsigned int i)
 	if (i < d->cache_warm[k]) {
 		unsigned int w = --d->cache_warm[k];
 
+		if (w < d->cache_low[k])
+			d->cache_low[k] = (uint16_t)w;
 		*e = *slot(d, k, w);
 		e = slot(d, k, w);
 	}
@@ -1069,10 +1071,13 @@ joins(const struct om_cache_entry *a, const struct om_cache_entry *b)
  * took would cut it into several calls: a heap freed in order goes back
  * in a few calls, not one per run.  A joined run's level-1 junk is then checked
  * in its first page only.  Which runs leave does not make reuse
- * predictable: a get still takes a random run of what stays.
+ * predictable: a get still takes a random run of what stays.  With idle
+ * (decay, below), only used runs of k go, none of their neighbours (which
+ * may be what a loop is using), and all of them back to the kernel, none
+ * to the depot; those that touch still go in one call.
  */
 static void
-evict(struct dir_info *d, unsigned int k, unsigned int count)
+evict(struct dir_info *d, unsigned int k, unsigned int count, int idle)
 {
 	struct om_span out[EVICT_BATCH], batch[EVICT_BATCH];
 	unsigned int m = 0, i, g, nb = 0, taken = 0;
@@ -1082,11 +1087,13 @@ evict(struct dir_info *d, unsigned int k, unsigned int count)
 
 	while (m < EVICT_BATCH) {
 		if (j < 0) {
-			if (taken == count || d->cache_n[k] == 0)
+			unsigned int n = idle ? d->cache_warm[k] :
+			    d->cache_n[k];
+
+			if (taken == count || n == 0)
 				break;
 			kk = k;
-			i = (unsigned int)((om_rbyte(&d->rng) *
-			    d->cache_n[k]) >> 8);
+			i = (unsigned int)((om_rbyte(&d->rng) * n) >> 8);
 		} else if (kk == k && taken == count)
 			break;
 		else
@@ -1102,7 +1109,7 @@ evict(struct dir_info *d, unsigned int k, unsigned int count)
 			hi = out[m].p + ((uintptr_t)out[m].offer.npages <<
 			    OM_PAGE_SHIFT);
 		m++;
-		j = neighbour(d, lo, hi, &kk);
+		j = idle ? -1 : neighbour(d, lo, hi, &kk);
 	}
 	if (m == 0)
 		return;
@@ -1125,8 +1132,8 @@ evict(struct dir_info *d, unsigned int k, unsigned int count)
 		while (i + 1 < g && joins(&run, &out[i + 1].offer))
 			run.npages += out[++i].offer.npages;
 		len = (size_t)run.npages << OM_PAGE_SHIFT;
-		if (!whole && !run.guarded && run.npages <= DEPOT_RUN &&
-		    d->npending < OM_PENDING) {
+		if (!whole && !idle && !run.guarded &&
+		    run.npages <= DEPOT_RUN && d->npending < OM_PENDING) {
 			/* Offered to the depot by unlock(). */
 			struct om_span *q = &d->pending[d->npending++];
 
@@ -1162,11 +1169,11 @@ static void
 make_room(struct dir_info *d, unsigned int k, size_t npages)
 {
 	if (d->cache_n[k] == d->cache_room[k])
-		evict(d, k, quarter(d, k));
+		evict(d, k, quarter(d, k), 0);
 	if (k == 0) {
 		while (d->cache_n[0] > 0 &&
 		    d->cache_big_pages + npages > d->cache_big_max)
-			evict(d, 0, quarter(d, 0));
+			evict(d, 0, quarter(d, 0), 0);
 		return;
 	}
 	while (d->cache_pages - d->cache_big_pages + npages >
@@ -1184,7 +1191,37 @@ make_room(struct dir_info *d, unsigned int k, size_t npages)
 		}
 		if (victim == 0 || d->cache_n[victim] == 0)
 			break;
-		evict(d, victim, quarter(d, victim));
+		evict(d, victim, quarter(d, victim), 0);
+	}
+}
+
+/*
+ * Decay: runs the program freed and then did not ask for again during a
+ * whole round (OM_CACHE_DECAY_PUTS puts) are not what a loop reuses but
+ * what is left of a time when more blocks of their length were live than
+ * are now.  Each class counts the fewest used runs it held during the
+ * round; of those, beyond the WARM_MIN that a get chooses among, half go
+ * back to the kernel at the end of the round (at most a batch a class),
+ * unmapped, not offered to the depot, which would keep them resident for
+ * the same pool.  Without that a class keeps as many runs as it ever had
+ * spare at once, and a long run of blocks of many lengths (phong) keeps
+ * the sum of every length's highest count: far more than the program
+ * ever had spare at one time.  A loop takes its runs every round and
+ * keeps them; what a burst left goes in a few rounds.
+ */
+static OM_NOINLINE void
+decay(struct dir_info *d)
+{
+	unsigned int k, low;
+
+	d->cache_puts = 0;
+	for (k = 0; k < OM_CACHE_CLASSES; k++) {
+		low = d->cache_low[k];
+		if (low > d->cache_warm[k])
+			low = d->cache_warm[k];
+		if (low > WARM_MIN)
+			evict(d, k, (low - WARM_MIN + 1) / 2, 1);
+		d->cache_low[k] = d->cache_warm[k];
 	}
 }
 
@@ -1234,10 +1271,12 @@ om_cache_put(struct dir_info *d, void *p, size_t npages, int guarded)
 		.noaccess = noaccess };
 
 	add_entry(d, (unsigned int)k, &add);
+	if (OM_UNLIKELY(++d->cache_puts == OM_CACHE_DECAY_PUTS))
+		decay(d);
 	if ((OM_SELF_TID(om_self) & mopts.pool_mask) == d->index)
 		d->cache_idle = 0;
 	else if (++d->cache_idle > IDLE_PUTS)
-		evict(d, (unsigned int)k, quarter(d, (unsigned int)k));
+		evict(d, (unsigned int)k, quarter(d, (unsigned int)k), 0);
 }
 
 /*
@@ -1254,7 +1293,7 @@ om_cache_give_back(struct dir_info *d)
 		while (d->cache_n[k] > 0) {
 			if (d->npending + EVICT_BATCH > OM_PENDING)
 				return 1;
-			evict(d, k, d->cache_n[k]);
+			evict(d, k, d->cache_n[k], 0);
 		}
 	return 0;
 }

@@ -61,6 +61,7 @@
 #define OM_CACHE_SMALL	32		/* cache classes by run length */
 #define OM_CACHE_BIG	512		/* longest run class 0 takes at first */
 #define OM_CACHE_GONE	4		/* lengths of long runs remembered */
+#define OM_CACHE_DECAY_PUTS 32768	/* a round of the cache's decay */
 #define OM_CACHE_LONG_SCALE 4	/* class 0's pages, times this: longest */
 #define OM_CACHE_CLASSES (OM_CACHE_SMALL + 1)
 #define OM_HASH_INITIAL 512		/* region slots of a new pool */
@@ -376,6 +377,8 @@ struct dir_info {
 	uint16_t cache_room[OM_CACHE_CLASSES];	/* its slots */
 	uint16_t cache_n[OM_CACHE_CLASSES];	/* its runs */
 	uint16_t cache_warm[OM_CACHE_CLASSES];	/* of them used, first */
+	uint16_t cache_low[OM_CACHE_CLASSES];	/* fewest used this round */
+	unsigned int cache_puts;	/* puts this round (see decay) */
 	uint64_t cache_classes;		/* bit k: class k holds runs */
 	unsigned int cache_used;	/* runs */
 	unsigned int cache_idle;	/* runs other pools' threads put since

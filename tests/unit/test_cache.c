@@ -442,6 +442,77 @@ START_TEST(idle_pool_gives_back)
 }
 END_TEST
 
+/* Cycle a page through the cache until the round of decay in progress
+ * has ended: a loop that uses one page at a time. */
+static void
+finish_round(struct dir_info *d)
+{
+	unsigned int left = OM_CACHE_DECAY_PUTS - d->cache_puts;
+	void *q;
+	int z;
+
+	while (left-- > 0) {
+		q = om_cache_get(d, 1, 0, &z);
+		ck_assert_ptr_nonnull(q);
+		put_busy(d, q, 1);
+	}
+	ck_assert_uint_eq(d->cache_puts, 0);
+	settle(d);
+}
+
+/*
+ * Decay: used runs a class kept through a whole round go, half of them
+ * beyond the four a get chooses among each round, straight back to the
+ * kernel (not to the depot); a loop that keeps taking its runs loses
+ * none and makes no system call in a round, once the leftovers are gone.
+ * The 12 runs of 3 pages lie apart, so none leaves with a neighbour.
+ */
+START_TEST(idle_runs_decay)
+{
+	struct dir_info *d = unit_pool();
+	struct om_os_counts a, b;
+	unsigned int i, gone = 0, n = 12;
+	char *base;
+
+	if (d->cache_cap[3] < n)
+		return;
+	om_cache_depot_trim();
+	base = own_pages(d, 4 * n);
+	for (i = 0; i < n; i++)
+		put_busy(d, base + 4 * i * OM_PAGE_SIZE, 3);
+	ck_assert_uint_eq(d->cache_warm[3], n);
+	/* The round they were put in: they were not there all of it. */
+	finish_round(d);
+	ck_assert_uint_eq(d->cache_n[3], n);
+	/* A round without a get of 3 pages: (12 - 4 + 1) / 2 = 4 go. */
+	finish_round(d);
+	ck_assert_uint_eq(d->cache_n[3], n - 4);
+	ck_assert_uint_eq(om_cache_depot_pages(), 0);
+	for (i = 0; i < n; i++) {
+		char *p = base + 4 * i * OM_PAGE_SIZE;
+
+		if (cached(d, p))
+			continue;
+		ck_assert_msg(unmapped(p, 3), "run %u gone, still mapped", i);
+		gone++;
+	}
+	ck_assert_uint_eq(gone, 4);
+	/* 8 -> 6 -> 5 -> 4, and no further. */
+	for (i = 0; i < 4; i++)
+		finish_round(d);
+	ck_assert_uint_eq(d->cache_n[3], 4);
+	/* The loop's own class kept the runs it cycles through, and a
+	 * round of the loop now costs no system call. */
+	ck_assert_uint_ge(d->cache_warm[1], 1);
+	om_os_counts(&a);
+	finish_round(d);
+	om_os_counts(&b);
+	ck_assert_uint_eq(b.munmap, a.munmap);
+	ck_assert_uint_eq(b.mmap, a.mmap);
+	ck_assert_uint_eq(d->cache_n[3], 4);
+}
+END_TEST
+
 /*
  * The depot holds what its limit allows and turns the rest away, the
  * limit starts at 256 pages, and a trim gives everything back and resets
@@ -1116,6 +1187,7 @@ main(void)
 	tcase_add_test(t, depot_limit);
 	tcase_add_test(t, idle_pool_gives_back);
 	tcase_add_test(t, used_runs_first);
+	tcase_add_test(t, idle_runs_decay);
 	suite_add_tcase(s, t);
 	return unit_main(s);
 }
