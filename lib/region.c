@@ -363,16 +363,21 @@ rekey(struct dir_info *d, struct region_info *r, uintptr_t page)
 
 /*
  * Resize a region without copying it when possible: the same pages, fewer
- * pages (the tail goes to the cache), or more pages, mapped right behind
- * it or, when those are taken, with the block moved by the kernel
- * (mremap moves page tables, not bytes, and unmaps the old range, so a
- * stale pointer to it faults).  Returns the block, p or where it moved,
- * when done, NULL when the caller must move it by copying.  Below 64 KiB a
- * region only keeps its page count: growing would cost a system call and
- * page faults where cached pages cost a copy, and shrinking would leave a
- * tail of a length nobody asked for in the cache, where the freed block's
- * own length is asked for again (phong-like programs, which realloc blocks
- * up and down, otherwise see a class emptied and another overflowing).
+ * pages (the tail goes to the cache), or more pages: the front of a
+ * cached run that starts right behind it, or else, from 64 KiB, pages
+ * mapped right behind it or, when those are taken, the block moved by the
+ * kernel (mremap moves page tables, not bytes, and unmaps the old range,
+ * so a stale pointer to it faults).  The cached run comes first at any
+ * size: a buffer built up again and again then grows through the pages
+ * it had last time, where mremap would move it away from them, leaving
+ * them cached, with a system call for every page it grows by.  Returns
+ * the block, p or where it moved, when done, NULL when the caller must
+ * move it by copying.  Below 64 KiB a region grows only into cached
+ * pages and never shrinks: mapping would cost a system call and page
+ * faults where cached pages cost a copy, and shrinking would leave a tail
+ * of a length nobody asked for in the cache, where the freed block's own
+ * length is asked for again (phong-like programs, which realloc blocks up
+ * and down, otherwise see a class emptied and another overflowing).
  */
 void *
 om_region_realloc(struct dir_info *d, struct region_info *r, void *p,
@@ -406,11 +411,11 @@ om_region_realloc(struct dir_info *d, struct region_info *r, void *p,
 		if (mopts.guard)
 			return NULL;
 		d->cheap_realloc_tries++;
-		if (oldlen < REALLOC_INPLACE_MIN) {
-			/* Into the cached pages behind it, if they are. */
-			if (!om_cache_take_at(d, (uintptr_t)page + oldlen,
-			    (newlen - oldlen) >> OM_PAGE_SHIFT))
-				return NULL;
+		if (om_cache_take_at(d, (uintptr_t)page + oldlen,
+		    (newlen - oldlen) >> OM_PAGE_SHIFT)) {
+			/* Into the cached pages behind it. */
+		} else if (oldlen < REALLOC_INPLACE_MIN) {
+			return NULL;
 		} else {
 			if ((q = om_os_remap(page, oldlen, newlen)) == NULL)
 				return NULL;

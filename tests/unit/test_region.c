@@ -347,6 +347,7 @@ START_TEST(realloc_in_place)
 	char *p = om_region_alloc(d, 20 * OM_PAGE_SIZE, 0, 0, NULL), *q;
 	struct region_info *r = om_region_find(d, p);
 	unsigned int cached = d->cache_n[3];
+	struct om_os_counts a, b;
 
 	ck_assert_ptr_nonnull(r);
 	memset(p, 0x33, 17 * OM_PAGE_SIZE);
@@ -368,19 +369,31 @@ START_TEST(realloc_in_place)
 	    17 * OM_PAGE_SIZE - 100);
 	ck_assert_ptr_eq(q, p);
 	ck_assert_uint_eq(om_region_find(d, p)->size, 17 * OM_PAGE_SIZE - 100);
-	/* Growing from 64 KiB takes the pages behind the block, or has the
-	 * kernel move it without a copy: either way no copy, and only the
-	 * new address is known. */
+	/* Growing takes the cached pages behind the block, as below 64 KiB:
+	 * the front of the tail cached above, the rest staying cached. */
+	om_os_counts(&a);
 	q = om_region_realloc(d, om_region_find(d, p), p, 18 * OM_PAGE_SIZE);
-	ck_assert_ptr_nonnull(q);
-	/* Here the tail cached above keeps the pages behind it taken. */
-	ck_assert_ptr_ne(q, p);
+	om_os_counts(&b);
+	ck_assert_ptr_eq(q, p);
+	ck_assert_uint_eq(b.mmap, a.mmap);
 	ck_assert_uint_eq(d->cheap_realloc_tries, 2);
 	ck_assert_uint_eq(d->cheap_reallocs, 2);
-	ck_assert_uint_eq((uint8_t)q[17 * OM_PAGE_SIZE - 101], 0x33);
-	ck_assert_uint_eq((uint8_t)q[18 * OM_PAGE_SIZE - 1], 0);
-	ck_assert_uint_eq(om_region_find(d, q)->size, 18 * OM_PAGE_SIZE);
+	ck_assert_uint_eq(d->cache_n[3], cached);
+	ck_assert_uint_eq((uint8_t)p[17 * OM_PAGE_SIZE - 101], 0x33);
+	ck_assert_uint_eq(om_region_find(d, p)->size, 18 * OM_PAGE_SIZE);
 	ck_assert_uint_eq(d->inuse, 18 * OM_PAGE_SIZE);
+	/* More than is cached behind it: the kernel moves the block,
+	 * without a copy, and only the new address is known. */
+	q = om_region_realloc(d, om_region_find(d, p), p, 21 * OM_PAGE_SIZE);
+	ck_assert_ptr_nonnull(q);
+	/* The rest of the tail keeps the pages behind it taken. */
+	ck_assert_ptr_ne(q, p);
+	ck_assert_uint_eq(d->cheap_realloc_tries, 3);
+	ck_assert_uint_eq(d->cheap_reallocs, 3);
+	ck_assert_uint_eq((uint8_t)q[17 * OM_PAGE_SIZE - 101], 0x33);
+	ck_assert_uint_eq((uint8_t)q[21 * OM_PAGE_SIZE - 1], 0);
+	ck_assert_uint_eq(om_region_find(d, q)->size, 21 * OM_PAGE_SIZE);
+	ck_assert_uint_eq(d->inuse, 21 * OM_PAGE_SIZE);
 	ck_assert_ptr_null(om_region_find(d, p));
 	p = q;
 	/* Small sizes always move. */
@@ -393,22 +406,22 @@ START_TEST(realloc_in_place)
 	ck_assert_ptr_nonnull(p);
 	ck_assert_ptr_null(om_region_realloc(d, om_region_find(d, p), p,
 	    3 * OM_PAGE_SIZE));
-	ck_assert_uint_eq(d->cheap_realloc_tries, 2);
+	ck_assert_uint_eq(d->cheap_realloc_tries, 3);
 	/* It grows into the cached run behind it: p is the lowest of the
 	 * runs its miss mapped, and the next one is cached, fresh. */
 	ck_assert(om_region_find(d, p + 5 * OM_PAGE_SIZE) == NULL);
 	q = om_region_realloc(d, om_region_find(d, p), p, 6 * OM_PAGE_SIZE);
 	ck_assert_ptr_eq(q, p);
-	ck_assert_uint_eq(d->cheap_realloc_tries, 3);
-	ck_assert_uint_eq(d->cheap_reallocs, 3);
+	ck_assert_uint_eq(d->cheap_realloc_tries, 4);
+	ck_assert_uint_eq(d->cheap_reallocs, 4);
 	ck_assert_uint_eq(om_region_find(d, p)->size, 6 * OM_PAGE_SIZE);
-	ck_assert_uint_eq(d->inuse, 24 * OM_PAGE_SIZE);
+	ck_assert_uint_eq(d->inuse, 27 * OM_PAGE_SIZE);
 	p[6 * OM_PAGE_SIZE - 1] = 1;
 	/* What is left of that run, 4 pages, is too short for 6 more. */
 	ck_assert_ptr_null(om_region_realloc(d, om_region_find(d, p), p,
 	    12 * OM_PAGE_SIZE));
-	ck_assert_uint_eq(d->cheap_realloc_tries, 4);
-	ck_assert_uint_eq(d->cheap_reallocs, 3);
+	ck_assert_uint_eq(d->cheap_realloc_tries, 5);
+	ck_assert_uint_eq(d->cheap_reallocs, 4);
 	ck_assert_uint_eq(om_region_find(d, p)->size, 6 * OM_PAGE_SIZE);
 }
 END_TEST
@@ -418,7 +431,8 @@ END_TEST
 START_TEST(regrowth_reuses_pages)
 {
 	struct dir_info *d = unit_pool();
-	char *p = om_region_alloc(d, 16 * OM_PAGE_SIZE, 0, 0, NULL), *q;
+	char *p = om_region_alloc(d, 64 * OM_PAGE_SIZE, 0, 0, NULL), *q;
+	struct om_os_counts a, b;
 	size_t mapped;
 
 	ck_assert_ptr_nonnull(p);
@@ -435,13 +449,23 @@ START_TEST(regrowth_reuses_pages)
 	ck_assert_ptr_eq(q, p);
 	q = om_region_realloc(d, om_region_find(d, q), q, 16 * OM_PAGE_SIZE);
 	ck_assert_ptr_eq(q, p);
+	/* Past 64 KiB too, without a system call (mremap would have moved
+	 * it away from the run, a call for each page it grew by). */
+	om_os_counts(&a);
+	q = om_region_realloc(d, om_region_find(d, q), q, 17 * OM_PAGE_SIZE);
+	ck_assert_ptr_eq(q, p);
+	q = om_region_realloc(d, om_region_find(d, q), q, 64 * OM_PAGE_SIZE);
+	ck_assert_ptr_eq(q, p);
+	om_os_counts(&b);
+	ck_assert_uint_eq(b.mmap, a.mmap);
 	ck_assert_uint_eq(d->mapped, mapped);
-	memset(q, 1, 16 * OM_PAGE_SIZE);
+	ck_assert_uint_eq(d->cache_pages, 0);
+	memset(q, 1, 64 * OM_PAGE_SIZE);
 	/* Without the flag, a request of a length not cached does not cut
 	 * up a longer run. */
 	om_region_free(d, om_region_find(d, q), q, 0, 0);
 	q = om_region_alloc(d, 2 * OM_PAGE_SIZE, 0, 0, NULL);
-	ck_assert(q < p || q >= p + 16 * OM_PAGE_SIZE);
+	ck_assert(q < p || q >= p + 64 * OM_PAGE_SIZE);
 }
 END_TEST
 
