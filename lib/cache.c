@@ -908,7 +908,8 @@ take_front(struct dir_info *d, unsigned int k, unsigned int i,
 /*
  * A class with no used run of npages (k its class), for a block that
  * grows: the front of a used run of the next longer class that has one,
- * at random among them, as OpenBSD splits a longer cached region.  The
+ * at random among them (find_longer finds it: its slot, and its class in
+ * *kp, or -1), as OpenBSD splits a longer cached region.  The
  * pages are already resident, and the block then finds the rest of the
  * run behind it as it grows (om_cache_take_at): a buffer built up again
  * and again reuses the pages it had, instead of touching fresh ones and
@@ -917,8 +918,9 @@ take_front(struct dir_info *d, unsigned int k, unsigned int i,
  * Other requests never split a run: in a program of blocks of many
  * lengths (phong) that would cut up the runs the next requests ask for.
  */
-static void *
-take_longer(struct dir_info *d, unsigned int k, size_t npages, int *zeroed)
+static int
+find_longer(struct dir_info *d, unsigned int k, size_t npages,
+    unsigned int *kp)
 {
 	/* The longer classes, then class 0 (as bit 63). */
 	uint64_t m = k == 0 ? 0 : d->cache_classes & ~(((uint64_t)2 << k) - 1);
@@ -939,11 +941,23 @@ take_longer(struct dir_info *d, unsigned int k, size_t npages, int *zeroed)
 
 			if (e->npages <= npages || e->guarded)
 				continue;
-			*zeroed = 0;
-			return take_front(d, j, i, npages);
+			*kp = j;
+			return (int)i;
 		}
 	}
-	return NULL;
+	return -1;
+}
+
+static void *
+take_longer(struct dir_info *d, unsigned int k, size_t npages, int *zeroed)
+{
+	unsigned int j;
+	int i = find_longer(d, k, npages, &j);
+
+	if (i < 0)
+		return NULL;
+	*zeroed = 0;
+	return take_front(d, j, (unsigned int)i, npages);
 }
 
 /*
@@ -981,6 +995,53 @@ om_cache_get(struct dir_info *d, size_t npages, int guarded, int *zeroed)
 	    guarded, 0, zeroed)) != NULL)
 		return p;
 	return map_fresh(d, npages, guarded, zeroed);
+}
+
+/*
+ * A block grew to npages in place (mremap): a program that grows a buffer
+ * to the length of one it freed, as much as one that asks for it, asks
+ * again for that length (see long_gone), so that the buffer it frees next
+ * is kept and the next one grows into it instead of mapping its pages and
+ * faulting them in again.
+ */
+void
+om_cache_grown_to(struct dir_info *d, size_t npages)
+{
+	if (npages > d->cache_long && d->cache_room[0] != 0)
+		long_again(d, npages);
+}
+
+/*
+ * A block of npages pages at p, from 64 KiB, that has to grow to newpages
+ * and has no cached run behind it: moved onto the front newpages of a used
+ * run at least that long, by the kernel (page tables, not bytes), which
+ * drops the run's own pages under it; the rest of the front are the
+ * block's new pages, and the rest of the run stays cached behind it for
+ * it to grow into (om_cache_take_at).  A buffer built up again then grows
+ * through the pages the last one left, already resident, rather than
+ * through new ones, faulted in one by one, while those wait in the cache.
+ * Where it moved, or NULL (nothing done).
+ */
+void *
+om_cache_move_to_grow(struct dir_info *d, void *p, size_t npages,
+    size_t newpages)
+{
+	int k = class_of(d, newpages - 1), i;
+	unsigned int j;
+	char *q;
+
+	if (k < 0 || (i = find_longer(d, (unsigned int)k, newpages - 1,
+	    &j)) < 0)
+		return NULL;
+	d->cache_idle = 0;
+	if ((q = take_front(d, j, (unsigned int)i, newpages)) == NULL)
+		return NULL;
+	if (om_os_remap_to(p, npages << OM_PAGE_SHIFT, q) != 0) {
+		om_cache_put(d, q, newpages, 0);
+		return NULL;
+	}
+	d->mapped -= npages << OM_PAGE_SHIFT;
+	return q;
 }
 
 /*

@@ -601,6 +601,9 @@ size_t om_cache_trim(struct dir_info *d);
 int om_cache_give_back(struct dir_info *d);
 int om_cache_take_at(struct dir_info *d, uintptr_t p, size_t npages);
 void *om_cache_get_to_grow(struct dir_info *d, size_t npages, int *zeroed);
+void om_cache_grown_to(struct dir_info *d, size_t npages);
+void *om_cache_move_to_grow(struct dir_info *d, void *p, size_t npages,
+    size_t newpages);
 size_t om_cache_depot_pages(void);
 size_t om_cache_depot_limit(void);
 int om_cache_depot_offer(const struct om_cache_entry *e,
@@ -706,6 +709,7 @@ struct om_os_counts {
 
 void *om_os_map(size_t len, int conceal);
 void *om_os_remap(void *p, size_t oldlen, size_t newlen);
+int om_os_remap_to(void *p, size_t len, void *to);
 void *om_os_reserve(size_t len);
 int om_os_commit(void *p, size_t len, int conceal);
 void om_os_unmap(void *p, size_t len);

@@ -152,6 +152,25 @@ om_os_remap(void *p, size_t oldlen, size_t newlen)
 }
 
 /*
+ * Move the mapping [p, p+len) onto [to, to+len), pages we own, whose old
+ * pages the kernel then drops; [p, p+len) is unmapped.  0 when done, -1
+ * (nothing changed) on failure.  Counted with mmap.
+ */
+int
+om_os_remap_to(void *p, size_t len, void *to)
+{
+	int saved = errno;
+	void *q;
+
+	if (fault())
+		return -1;
+	COUNT(mmap);
+	q = mremap(p, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, to);
+	errno = saved;
+	return q == MAP_FAILED ? -1 : 0;
+}
+
+/*
  * Ranges released in place.  An munmap that takes pages out of the middle
  * of a mapping splits it in two, and the kernel refuses that (ENOMEM) once
  * the process has vm.max_map_count mappings: a heap of many page-sized

@@ -416,6 +416,11 @@ om_region_realloc(struct dir_info *d, struct region_info *r, void *p,
 			/* Into the cached pages behind it. */
 		} else if (oldlen < REALLOC_INPLACE_MIN) {
 			return NULL;
+		} else if ((q = om_cache_move_to_grow(d, page,
+		    oldlen >> OM_PAGE_SHIFT, newlen >> OM_PAGE_SHIFT)) != NULL) {
+			/* Onto the front of a cached run. */
+			r = rekey(d, r, (uintptr_t)q);
+			p = page = q;
 		} else {
 			if ((q = om_os_remap(page, oldlen, newlen)) == NULL)
 				return NULL;
@@ -424,6 +429,7 @@ om_region_realloc(struct dir_info *d, struct region_info *r, void *p,
 				p = page = q;
 			}
 			d->mapped += newlen - oldlen;
+			om_cache_grown_to(d, newlen >> OM_PAGE_SHIFT);
 		}
 		d->inuse += newlen - oldlen;
 		d->cheap_reallocs++;

@@ -426,6 +426,67 @@ START_TEST(realloc_in_place)
 }
 END_TEST
 
+/* Grow a region from npages to newpages pages a page at a time, as
+ * realloc does, writing each new page; the block, wherever it went. */
+static char *
+grow_pages(struct dir_info *d, char *p, size_t npages, size_t newpages)
+{
+	for (npages++; npages <= newpages; npages++) {
+		p = om_region_realloc(d, om_region_find(d, p), p,
+		    npages * OM_PAGE_SIZE);
+		ck_assert_ptr_nonnull(p);
+		p[(npages - 1) * OM_PAGE_SIZE] = (char)npages;
+	}
+	return p;
+}
+
+/*
+ * A buffer longer than the cache keeps (OM_CACHE_BIG pages), built up by
+ * realloc again and again: grown once to the length of one freed before,
+ * the next one freed is kept (as for a length asked for again), and the
+ * next buffer moves onto its pages at the first step past 64 KiB and
+ * grows through them without a system call.
+ */
+START_TEST(big_buffer_regrows_in_its_pages)
+{
+	struct dir_info *d = unit_pool();
+	size_t n = OM_CACHE_BIG + 88, i;
+	struct om_os_counts a, b;
+	char *p, *q;
+
+	if (d->cache_max == 0 || mopts.guard || mopts.opt.realloc_move)
+		return;
+	/* Freed once: unmapped, its length remembered. */
+	p = grow_pages(d, om_region_alloc(d, 16 * OM_PAGE_SIZE, 0, 0, NULL),
+	    16, n);
+	om_region_free(d, om_region_find(d, p), p, 0, 0);
+	ck_assert_uint_eq(d->cache_pages, 0);
+	/* Grown to that length again: kept when freed. */
+	p = grow_pages(d, om_region_alloc(d, 16 * OM_PAGE_SIZE, 0, 0, NULL),
+	    16, n);
+	om_region_free(d, om_region_find(d, p), p, 0, 0);
+	ck_assert_uint_eq(d->cache_n[0], 1);
+	ck_assert_uint_eq(d->cache_pages, n);
+	/* The next buffer lands on it past 64 KiB, its bytes kept. */
+	q = om_region_alloc(d, 16 * OM_PAGE_SIZE, 0, 0, NULL);
+	ck_assert(q < p || q >= p + n * OM_PAGE_SIZE);
+	for (i = 0; i < 16; i++)
+		q[i * OM_PAGE_SIZE] = (char)(0x40 + i);
+	om_os_counts(&a);
+	q = grow_pages(d, q, 16, n);
+	om_os_counts(&b);
+	ck_assert_ptr_eq(q, p);
+	ck_assert_uint_eq(b.mmap - a.mmap, 1);
+	ck_assert_uint_eq(b.munmap, a.munmap);
+	ck_assert_uint_eq(d->cache_pages, 0);
+	for (i = 0; i < 16; i++)
+		ck_assert_int_eq(q[i * OM_PAGE_SIZE], (char)(0x40 + i));
+	ck_assert_uint_eq(d->inuse, n * OM_PAGE_SIZE);
+	om_region_free(d, om_region_find(d, q), q, 0, 0);
+	ck_assert_uint_eq(d->cache_pages, n);
+}
+END_TEST
+
 /* A buffer built up again reuses the pages it had: the block that moves
  * to grow takes the front of the freed run and grows into the rest. */
 START_TEST(regrowth_reuses_pages)
@@ -579,6 +640,7 @@ main(void)
 	tcase_add_test(t, accounting);
 	tcase_add_test(t, realloc_in_place);
 	tcase_add_test(t, regrowth_reuses_pages);
+	tcase_add_test(t, big_buffer_regrows_in_its_pages);
 	tcase_add_test(t, bogus_pointers);
 	tcase_add_test(t, region_canary_and_guard);
 	suite_add_tcase(s, t);
