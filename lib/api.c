@@ -400,8 +400,8 @@ move(struct dir_info *d, void *p, size_t oldsz, size_t newsz, int zero,
     void *f, size_t clearsz)
 {
 	struct region_info *r;
-	void *q = alloc(d, newsz, zero | (newsz > oldsz ? OM_ALLOC_GROW : 0),
-	    f);
+	void *q = alloc(d, newsz, zero | (newsz > oldsz ? OM_ALLOC_GROW : 0) |
+	    (newsz > oldsz && newsz - oldsz <= oldsz / 8 ? OM_ALLOC_STEP : 0), f);
 
 	if (q == NULL)
 		return NULL;

@@ -908,18 +908,19 @@ take_front(struct dir_info *d, unsigned int k, unsigned int i,
 /*
  * A class with no used run of npages (k its class), for a block that
  * grows: the front of a used run of the next longer class that has one,
- * at random among them (find_longer finds it: its slot, and its class in
- * *kp, or -1), as OpenBSD splits a longer cached region.  The
- * pages are already resident, and the block then finds the rest of the
- * run behind it as it grows (om_cache_take_at): a buffer built up again
- * and again reuses the pages it had, instead of touching fresh ones and
- * leaving a run of every length it passed through.  Runs of class 0 are
- * longer than any other class's; among them one long enough is taken.
- * Other requests never split a run: in a program of blocks of many
- * lengths (phong) that would cut up the runs the next requests ask for.
+ * or with longest of the longest class that has one, at random among
+ * them (find_longer finds it: its slot, and its class in *kp, or -1), as
+ * OpenBSD splits a longer cached region.  The pages are already
+ * resident, and the block then finds the rest of the run behind it as it
+ * grows (om_cache_take_at): a buffer built up again and again reuses the
+ * pages it had, instead of touching fresh ones and leaving a run of every
+ * length it passed through.  Runs of class 0 are longer than any other
+ * class's; among them one long enough is taken.  Other requests never
+ * split a run: in a program of blocks of many lengths (phong) that would
+ * cut up the runs the next requests ask for.
  */
 static int
-find_longer(struct dir_info *d, unsigned int k, size_t npages,
+find_longer(struct dir_info *d, unsigned int k, size_t npages, int longest,
     unsigned int *kp)
 {
 	/* The longer classes, then class 0 (as bit 63). */
@@ -928,10 +929,13 @@ find_longer(struct dir_info *d, unsigned int k, size_t npages,
 
 	if (d->cache_classes & 1)
 		m |= (uint64_t)1 << 63;
-	for (; m != 0; m &= m - 1) {
-		j = (unsigned int)__builtin_ctzll(m);
-		if (j == 63)
+	for (; m != 0; m &= ~((uint64_t)1 << j)) {
+		j = longest ? 63 - (unsigned int)__builtin_clzll(m) :
+		    (unsigned int)__builtin_ctzll(m);
+		if (j == 63) {
+			m &= ~((uint64_t)1 << 63);
 			j = 0;
+		}
 		n = d->cache_warm[j];
 		if (n == 0)
 			continue;
@@ -949,10 +953,11 @@ find_longer(struct dir_info *d, unsigned int k, size_t npages,
 }
 
 static void *
-take_longer(struct dir_info *d, unsigned int k, size_t npages, int *zeroed)
+take_longer(struct dir_info *d, unsigned int k, size_t npages, int longest,
+    int *zeroed)
 {
 	unsigned int j;
-	int i = find_longer(d, k, npages, &j);
+	int i = find_longer(d, k, npages, longest, &j);
 
 	if (i < 0)
 		return NULL;
@@ -1030,7 +1035,7 @@ om_cache_move_to_grow(struct dir_info *d, void *p, size_t npages,
 	unsigned int j;
 	char *q;
 
-	if (k < 0 || (i = find_longer(d, (unsigned int)k, newpages - 1,
+	if (k < 0 || (i = find_longer(d, (unsigned int)k, newpages - 1, 0,
 	    &j)) < 0)
 		return NULL;
 	d->cache_idle = 0;
@@ -1047,17 +1052,25 @@ om_cache_move_to_grow(struct dir_info *d, void *p, size_t npages,
 /*
  * For a block that moves to grow: when its length has no used run, the
  * front of a longer used run (take_longer), which it can then grow into.
- * NULL otherwise: om_cache_get then serves it as any other.
+ * With step, a block that grows by little at a time (a buffer being built
+ * up): the front of the longest used run, whatever else is cached.  Its
+ * length and the lengths on its way usually have used runs too, the
+ * pieces of runs such blocks split before; taking those, a buffer would
+ * grow through fresh pages now and then, and each time leave one more run
+ * of its final length cached that no later one takes (building a 64 KiB
+ * buffer 100 times kept 12 to 21 of them, now one).  NULL otherwise:
+ * om_cache_get then serves it as any other.
  */
 void *
-om_cache_get_to_grow(struct dir_info *d, size_t npages, int *zeroed)
+om_cache_get_to_grow(struct dir_info *d, size_t npages, int step,
+    int *zeroed)
 {
 	int k = class_of(d, npages);
 
-	if (k < 0 || d->cache_warm[k] != 0)
+	if (k < 0 || (!step && d->cache_warm[k] != 0))
 		return NULL;
 	d->cache_idle = 0;
-	return take_longer(d, (unsigned int)k, npages, zeroed);
+	return take_longer(d, (unsigned int)k, npages, step, zeroed);
 }
 
 /*

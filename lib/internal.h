@@ -577,9 +577,11 @@ struct region_info *om_region_find(struct dir_info *d, const void *p);
 int om_region_insert(struct dir_info *d, uintptr_t key, uintptr_t size,
     void *f);
 void om_region_delete(struct dir_info *d, struct region_info *r);
-/* om_region_alloc's flags: zeroed memory; a block that moves to grow. */
+/* om_region_alloc's flags: zeroed memory; a block that moves to grow;
+ * one that grows by an eighth of its size or less (om_cache_get_to_grow). */
 #define OM_ALLOC_ZERO	1
 #define OM_ALLOC_GROW	2
+#define OM_ALLOC_STEP	4
 void *om_region_alloc(struct dir_info *d, size_t sz, size_t align, int flags,
     void *f);
 void om_region_free(struct dir_info *d, struct region_info *r, void *p,
@@ -600,7 +602,8 @@ void om_cache_put(struct dir_info *d, void *p, size_t npages, int guarded);
 size_t om_cache_trim(struct dir_info *d);
 int om_cache_give_back(struct dir_info *d);
 int om_cache_take_at(struct dir_info *d, uintptr_t p, size_t npages);
-void *om_cache_get_to_grow(struct dir_info *d, size_t npages, int *zeroed);
+void *om_cache_get_to_grow(struct dir_info *d, size_t npages, int step,
+    int *zeroed);
 void om_cache_grown_to(struct dir_info *d, size_t npages);
 void *om_cache_move_to_grow(struct dir_info *d, void *p, size_t npages,
     size_t newpages);

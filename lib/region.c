@@ -255,7 +255,8 @@ map_aligned(struct dir_info *d, size_t len, size_t align)
  * A page region of sz bytes (sz <= PTRDIFF_MAX, checked by the caller),
  * aligned to align.  flags: OM_ALLOC_ZERO, the caller wants zeroed
  * memory; OM_ALLOC_GROW, a block moves to grow (om_cache_get_to_grow,
- * for blocks that start on a page and so can grow in place later).
+ * for blocks that start on a page and so can grow in place later), and
+ * OM_ALLOC_STEP, by a small step.
  */
 void *
 om_region_alloc(struct dir_info *d, size_t sz, size_t align, int flags,
@@ -279,7 +280,8 @@ om_region_alloc(struct dir_info *d, size_t sz, size_t align, int flags,
 			d->mapped += len;
 		}
 	} else if (!(flags & OM_ALLOC_GROW) || off != 0 || guard || (p =
-	    om_cache_get_to_grow(d, len >> OM_PAGE_SHIFT, &zeroed)) == NULL)
+	    om_cache_get_to_grow(d, len >> OM_PAGE_SHIFT,
+	    flags & OM_ALLOC_STEP, &zeroed)) == NULL)
 		p = om_cache_get(d, len >> OM_PAGE_SHIFT, guard != 0, &zeroed);
 	if (p == NULL)
 		return NULL;

@@ -944,7 +944,7 @@ START_TEST(get_to_grow_splits_used_run)
 		return;
 	p = own_pages(d, 8);
 	put_busy(d, p, 8);
-	q = om_cache_get_to_grow(d, 2, &z);
+	q = om_cache_get_to_grow(d, 2, 0, &z);
 	ck_assert_ptr_eq(q, p);
 	ck_assert_int_eq(z, 0);
 	ck_assert(!cached(d, p + OM_PAGE_SIZE));
@@ -955,9 +955,42 @@ START_TEST(get_to_grow_splits_used_run)
 	/* A used run of its own length: taken as any request takes it. */
 	r = own_pages(d, 2);
 	put_busy(d, r, 2);
-	ck_assert_ptr_null(om_cache_get_to_grow(d, 2, &z));
+	ck_assert_ptr_null(om_cache_get_to_grow(d, 2, 0, &z));
 	/* Nothing longer than asked for: nothing. */
-	ck_assert_ptr_null(om_cache_get_to_grow(d, 7, &z));
+	ck_assert_ptr_null(om_cache_get_to_grow(d, 7, 0, &z));
+}
+END_TEST
+
+/*
+ * A block that grows step by step (a buffer being built up) takes the
+ * front of the longest used run, even with used runs of its own length
+ * and of lengths in between: the last buffer freed, which it can then
+ * grow through to the end.
+ */
+START_TEST(step_growth_takes_longest_run)
+{
+	struct dir_info *d = unit_pool();
+	char *big, *mid, *own, *q;
+	int z = -1;
+
+	if (d->cache_cap[16] == 0 || d->cache_cap[4] == 0 ||
+	    d->cache_cap[2] == 0)
+		return;
+	big = own_pages(d, 16);
+	mid = own_pages(d, 4);
+	own = own_pages(d, 2);
+	put_busy(d, big, 16);
+	put_busy(d, mid, 4);
+	put_busy(d, own, 2);
+	q = om_cache_get_to_grow(d, 2, 1, &z);
+	ck_assert_ptr_eq(q, big);
+	ck_assert_int_eq(z, 0);
+	ck_assert(cached(d, big + 2 * OM_PAGE_SIZE));
+	ck_assert_uint_eq(d->cache_n[14], 1);
+	ck_assert(cached(d, mid));
+	ck_assert(cached(d, own));
+	/* Nothing longer than asked for: nothing. */
+	ck_assert_ptr_null(om_cache_get_to_grow(d, 15, 1, &z));
 }
 END_TEST
 
@@ -1179,6 +1212,7 @@ main(void)
 	tcase_add_test(t, write_after_free_detected);
 	tcase_add_test(t, take_at_grows_in_place);
 	tcase_add_test(t, get_to_grow_splits_used_run);
+	tcase_add_test(t, step_growth_takes_longest_run);
 	tcase_add_test(t, take_at_checks_junk);
 	tcase_add_test(t, api_write_after_free);
 	tcase_add_test(t, junk_helpers);
