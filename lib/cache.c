@@ -907,8 +907,8 @@ take_front(struct dir_info *d, unsigned int k, unsigned int i,
 
 /*
  * A class with no used run of npages (k its class), for a block that
- * grows: the front of a used run of the next longer class that has one,
- * or with longest of the longest class that has one, at random among
+ * grows: the front of a used run of the next longer class that has one
+ * (with longest: of the longest class that has one), at random among
  * them (find_longer finds it: its slot, and its class in *kp, or -1), as
  * OpenBSD splits a longer cached region.  The pages are already
  * resident, and the block then finds the rest of the run behind it as it
@@ -925,17 +925,14 @@ find_longer(struct dir_info *d, unsigned int k, size_t npages, int longest,
 {
 	/* The longer classes, then class 0 (as bit 63). */
 	uint64_t m = k == 0 ? 0 : d->cache_classes & ~(((uint64_t)2 << k) - 1);
-	unsigned int j, i, n;
+	unsigned int b, j, i, n;
 
 	if (d->cache_classes & 1)
 		m |= (uint64_t)1 << 63;
-	for (; m != 0; m &= ~((uint64_t)1 << j)) {
-		j = longest ? 63 - (unsigned int)__builtin_clzll(m) :
+	for (; m != 0; m &= ~((uint64_t)1 << b)) {
+		b = longest ? 63 - (unsigned int)__builtin_clzll(m) :
 		    (unsigned int)__builtin_ctzll(m);
-		if (j == 63) {
-			m &= ~((uint64_t)1 << 63);
-			j = 0;
-		}
+		j = b == 63 ? 0 : b;
 		n = d->cache_warm[j];
 		if (n == 0)
 			continue;
