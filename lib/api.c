@@ -400,10 +400,13 @@ move(struct dir_info *d, void *p, size_t oldsz, size_t newsz, int zero,
     void *f, size_t clearsz)
 {
 	struct region_info *r;
-	void *q = alloc(d, newsz, zero | (newsz > oldsz ? OM_ALLOC_GROW : 0) |
-	    (newsz > oldsz && newsz - oldsz <= oldsz / 8 ? OM_ALLOC_STEP : 0), f);
+	int flags = zero;
+	void *q;
 
-	if (q == NULL)
+	if (newsz > oldsz)
+		flags |= OM_ALLOC_GROW |
+		    (newsz - oldsz <= oldsz / 8 ? OM_ALLOC_STEP : 0);
+	if ((q = alloc(d, newsz, flags, f)) == NULL)
 		return NULL;
 	memcpy(q, p, oldsz < newsz ? oldsz : newsz);
 	/* alloc may have grown the table: look p up again. */

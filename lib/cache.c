@@ -1038,7 +1038,8 @@ om_cache_move_to_grow(struct dir_info *d, void *p, size_t npages,
 	d->cache_idle = 0;
 	if ((q = take_front(d, j, (unsigned int)i, newpages)) == NULL)
 		return NULL;
-	if (om_os_remap_to(p, npages << OM_PAGE_SHIFT, q) != 0) {
+	if (om_os_remap(p, npages << OM_PAGE_SHIFT, npages << OM_PAGE_SHIFT,
+	    q) == NULL) {
 		om_cache_put(d, q, newpages, 0);
 		return NULL;
 	}

@@ -134,11 +134,12 @@ om_os_commit(void *p, size_t len, int conceal)
  * Grow the mapping [p, p+oldlen) to newlen bytes: in place when the pages
  * behind it are free, else moved elsewhere by the kernel, which moves the
  * page tables and copies nothing; the old range is then unmapped.  The
- * new pages are zero.  Returns the mapping's address, NULL on failure (p
- * untouched).  Counted with mmap.
+ * new pages are zero.  With to, moved there instead, onto pages we own,
+ * whose old pages the kernel drops.  Returns the mapping's address, NULL
+ * on failure (p untouched).  Counted with mmap.
  */
 void *
-om_os_remap(void *p, size_t oldlen, size_t newlen)
+om_os_remap(void *p, size_t oldlen, size_t newlen, void *to)
 {
 	int saved = errno;
 	void *q;
@@ -146,28 +147,10 @@ om_os_remap(void *p, size_t oldlen, size_t newlen)
 	if (fault())
 		return NULL;
 	COUNT(mmap);
-	q = mremap(p, oldlen, newlen, MREMAP_MAYMOVE);
+	q = to == NULL ? mremap(p, oldlen, newlen, MREMAP_MAYMOVE) :
+	    mremap(p, oldlen, newlen, MREMAP_MAYMOVE | MREMAP_FIXED, to);
 	errno = saved;
 	return q == MAP_FAILED ? NULL : q;
-}
-
-/*
- * Move the mapping [p, p+len) onto [to, to+len), pages we own, whose old
- * pages the kernel then drops; [p, p+len) is unmapped.  0 when done, -1
- * (nothing changed) on failure.  Counted with mmap.
- */
-int
-om_os_remap_to(void *p, size_t len, void *to)
-{
-	int saved = errno;
-	void *q;
-
-	if (fault())
-		return -1;
-	COUNT(mmap);
-	q = mremap(p, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, to);
-	errno = saved;
-	return q == MAP_FAILED ? -1 : 0;
 }
 
 /*

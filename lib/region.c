@@ -424,7 +424,7 @@ om_region_realloc(struct dir_info *d, struct region_info *r, void *p,
 			r = rekey(d, r, (uintptr_t)q);
 			p = page = q;
 		} else {
-			if ((q = om_os_remap(page, oldlen, newlen)) == NULL)
+			if ((q = om_os_remap(page, oldlen, newlen, NULL)) == NULL)
 				return NULL;
 			if (q != page) {
 				r = rekey(d, r, (uintptr_t)q);

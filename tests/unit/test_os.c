@@ -93,7 +93,7 @@ START_TEST(remap)
 	om_os_unmap(p + 2 * OM_PAGE_SIZE, 2 * OM_PAGE_SIZE);
 	p[0] = 'a';
 	om_os_counts(&a);
-	q = om_os_remap(p, 2 * OM_PAGE_SIZE, 4 * OM_PAGE_SIZE);
+	q = om_os_remap(p, 2 * OM_PAGE_SIZE, 4 * OM_PAGE_SIZE, NULL);
 	om_os_counts(&b);
 	ck_assert_uint_eq(b.mmap, a.mmap + 1);
 	ck_assert_ptr_eq(q, p);
@@ -109,7 +109,7 @@ START_TEST(remap)
 	}
 	ck_assert(r == NULL || r == p + 4 * OM_PAGE_SIZE);
 	q[4 * OM_PAGE_SIZE - 1] = 'z';
-	q = om_os_remap(p, 4 * OM_PAGE_SIZE, 8 * OM_PAGE_SIZE);
+	q = om_os_remap(p, 4 * OM_PAGE_SIZE, 8 * OM_PAGE_SIZE, NULL);
 	ck_assert_ptr_nonnull(q);
 	ck_assert_ptr_ne(q, p);
 	ck_assert_int_eq(q[0], 'a');
@@ -231,7 +231,8 @@ START_TEST(errno_untouched)
 	/* Failing calls too. */
 	ck_assert_ptr_null(om_os_map((size_t)1 << 62, 0));
 	ck_assert_int_eq(errno, SENTINEL);
-	ck_assert_ptr_null(om_os_remap(p, OM_PAGE_SIZE, (size_t)1 << 62));
+	ck_assert_ptr_null(om_os_remap(p, OM_PAGE_SIZE, (size_t)1 << 62,
+	    NULL));
 	ck_assert_int_eq(errno, SENTINEL);
 	ck_assert_int_ne(om_os_protect((void *)1, OM_PAGE_SIZE, 0), 0);
 	ck_assert_int_eq(errno, SENTINEL);
