@@ -413,25 +413,24 @@ om_region_realloc(struct dir_info *d, struct region_info *r, void *p,
 		if (mopts.guard)
 			return NULL;
 		d->cheap_realloc_tries++;
+		/* Into the cached pages behind it; from 64 KiB, else onto the
+		 * front of a cached run, else by the kernel. */
 		if (om_cache_take_at(d, (uintptr_t)page + oldlen,
-		    (newlen - oldlen) >> OM_PAGE_SHIFT)) {
-			/* Into the cached pages behind it. */
-		} else if (oldlen < REALLOC_INPLACE_MIN) {
+		    (newlen - oldlen) >> OM_PAGE_SHIFT))
+			q = page;
+		else if (oldlen < REALLOC_INPLACE_MIN)
 			return NULL;
-		} else if ((q = om_cache_move_to_grow(d, page,
-		    oldlen >> OM_PAGE_SHIFT, newlen >> OM_PAGE_SHIFT)) != NULL) {
-			/* Onto the front of a cached run. */
-			r = rekey(d, r, (uintptr_t)q);
-			p = page = q;
-		} else {
-			if ((q = om_os_remap(page, oldlen, newlen, NULL)) == NULL)
+		else if ((q = om_cache_move_to_grow(d, page, oldlen >>
+		    OM_PAGE_SHIFT, newlen >> OM_PAGE_SHIFT)) == NULL) {
+			q = om_os_remap(page, oldlen, newlen, NULL);
+			if (q == NULL)
 				return NULL;
-			if (q != page) {
-				r = rekey(d, r, (uintptr_t)q);
-				p = page = q;
-			}
 			d->mapped += newlen - oldlen;
 			om_cache_grown_to(d, newlen >> OM_PAGE_SHIFT);
+		}
+		if (q != page) {
+			r = rekey(d, r, (uintptr_t)q);
+			p = page = q;
 		}
 		d->inuse += newlen - oldlen;
 		d->cheap_reallocs++;
