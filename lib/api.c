@@ -322,7 +322,7 @@ findpool(struct dir_info *own, const void *p, const char *func,
 	}
 	lock(d);
 	d->func = func;
-	if (OM_LIKELY((*rp = om_region_find(d, p)) != NULL))
+	if (OM_LIKELY((*rp = om_region_lookup(d, p)) != NULL))
 		return found(own->index, d);
 	unlock(d);
 	return findpool_slow(own->index, p, func, rp);

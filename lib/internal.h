@@ -474,8 +474,9 @@ om_owner(void)
 OM_INLINE int
 om_pool_ok(const struct dir_info *d)
 {
-	return d->canary1 == ~d->canary2 &&
-	    d->canary1 == (mopts.canary ^ (uintptr_t)d);
+	/* Both tests, one branch. */
+	return ((d->canary1 ^ ~d->canary2) |
+	    (d->canary1 ^ mopts.canary ^ (uintptr_t)d)) == 0;
 }
 
 /* Security check: a pool whose canaries changed was overwritten. */
@@ -570,6 +571,39 @@ om_region_owner_hint(const void *p)
 		return 0;
 	return __atomic_load_n(&leaf[((uintptr_t)p >> OM_PAGE_SHIFT) &
 	    (OM_HINT_LEAF - 1)], __ATOMIC_RELAXED);
+}
+
+#define OM_HASH_MULT	0x9E3779B97F4A7C15ULL
+
+/* A page's home slot in d's table: multiplicative hashing. */
+OM_INLINE size_t
+om_region_hash(const struct dir_info *d, uintptr_t page)
+{
+	return (size_t)(((page >> OM_PAGE_SHIFT) * OM_HASH_MULT) >>
+	    d->regions_shift);
+}
+
+/* The entry of the page holding p, or NULL if this pool does not own it:
+ * inline where free() and realloc() find a pointer's pool (findpool),
+ * om_region_find elsewhere. */
+OM_INLINE struct region_info *
+om_region_lookup(struct dir_info *d, const void *p)
+{
+	uintptr_t page = (uintptr_t)p & ~(uintptr_t)OM_PAGE_MASK;
+	size_t mask = d->regions_total - 1;
+	size_t i = om_region_hash(d, page);
+	struct region_info *r;
+
+	d->finds++;
+	for (;;) {
+		r = &d->r[i];
+		if (OM_LIKELY((r->p & ~(uintptr_t)OM_PAGE_MASK) == page))
+			return r;
+		if (r->p == 0)
+			return NULL;
+		d->find_collisions++;
+		i = (i + 1) & mask;
+	}
 }
 
 int om_region_table_init(struct dir_info *d);

@@ -13,15 +13,7 @@
  */
 #include "internal.h"
 
-#define HASH_MULT 0x9E3779B97F4A7C15ULL
 #define REALLOC_INPLACE_MIN ((size_t)16 << OM_PAGE_SHIFT)
-
-OM_INLINE size_t
-hash(const struct dir_info *d, uintptr_t page)
-{
-	return (size_t)(((page >> OM_PAGE_SHIFT) * HASH_MULT) >>
-	    d->regions_shift);
-}
 
 static int
 table_alloc(struct dir_info *d, size_t total)
@@ -75,7 +67,7 @@ static struct region_info *
 place(struct dir_info *d, uintptr_t key, uintptr_t size, void *f)
 {
 	size_t mask = d->regions_total - 1;
-	size_t i = hash(d, key & ~(uintptr_t)OM_PAGE_MASK);
+	size_t i = om_region_hash(d, key & ~(uintptr_t)OM_PAGE_MASK);
 
 	while (d->r[i].p != 0) {
 		d->insert_collisions++;
@@ -128,25 +120,10 @@ om_region_insert(struct dir_info *d, uintptr_t key, uintptr_t size, void *f)
 	return table_insert(d, key, size, f);
 }
 
-/* The entry of the page holding p, or NULL if this pool does not own it. */
 struct region_info *
 om_region_find(struct dir_info *d, const void *p)
 {
-	uintptr_t page = (uintptr_t)p & ~(uintptr_t)OM_PAGE_MASK;
-	size_t mask = d->regions_total - 1;
-	size_t i = hash(d, page);
-	struct region_info *r;
-
-	d->finds++;
-	for (;;) {
-		r = &d->r[i];
-		if (OM_LIKELY((r->p & ~(uintptr_t)OM_PAGE_MASK) == page))
-			return r;
-		if (r->p == 0)
-			return NULL;
-		d->find_collisions++;
-		i = (i + 1) & mask;
-	}
+	return om_region_lookup(d, p);
 }
 
 /* Remove r, shifting later entries of its probe run back into the gap.
@@ -169,7 +146,7 @@ table_delete(struct dir_info *d, struct region_info *r)
 			j = (j + 1) & mask;
 			if (d->r[j].p == 0)
 				return;
-			k = hash(d, OM_REGION_PAGE(&d->r[j]));
+			k = om_region_hash(d, OM_REGION_PAGE(&d->r[j]));
 			/* The entry may stay if its home lies in (i, j]. */
 			if (i <= j ? (i < k && k <= j) : (i < k || k <= j))
 				continue;
