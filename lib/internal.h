@@ -64,7 +64,7 @@
 #define OM_CACHE_DECAY_PUTS 32768	/* a round of the cache's decay */
 #define OM_CACHE_LONG_SCALE 4	/* class 0's pages, times this: longest */
 #define OM_CACHE_CLASSES (OM_CACHE_SMALL + 1)
-#define OM_HASH_INITIAL 512		/* region slots of a new pool */
+#define OM_HASH_INITIAL 128		/* region slots of a new pool */
 
 #define OM_JUNK_FREE	0xdf		/* freed memory */
 #define OM_JUNK_NEW	0xdb		/* new memory, junk level 2 */
@@ -440,6 +440,13 @@ struct dir_info {
 	uintptr_t canary2;
 };
 
+/* A new pool's region table lives in the pool's own pages, right after
+ * its struct (om_region_table_init): the pool needs no mapping for it,
+ * and a pool that owns few pages touches no page for it alone. */
+#define OM_POOL_TABLE_OFFSET	((sizeof(struct dir_info) + 63) & ~(size_t)63)
+#define OM_POOL_BYTES		(OM_POOL_TABLE_OFFSET + \
+				 OM_HASH_INITIAL * sizeof(struct region_info))
+
 extern int om_ready;
 int om_thread_init(void);
 void om_thread_exit(void *arg);
@@ -606,7 +613,7 @@ om_region_lookup(struct dir_info *d, const void *p)
 	}
 }
 
-int om_region_table_init(struct dir_info *d);
+void om_region_table_init(struct dir_info *d);
 struct region_info *om_region_find(struct dir_info *d, const void *p);
 int om_region_insert(struct dir_info *d, uintptr_t key, uintptr_t size,
     void *f);

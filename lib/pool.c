@@ -29,11 +29,12 @@ int om_ready;
 static int fork_owner;
 static int fork_nest;
 
-/* A pool's pages: its struct and a spare page for the random offset. */
+/* A pool's pages: its struct and first region table, and a spare page
+ * for the random offset. */
 static size_t
 pool_body(void)
 {
-	return OM_PAGEROUND(sizeof(struct dir_info)) + OM_PAGE_SIZE;
+	return OM_PAGEROUND(OM_POOL_BYTES) + OM_PAGE_SIZE;
 }
 
 /* Where a pool goes in its body: at a random cache-line offset inside the
@@ -70,13 +71,9 @@ pool_setup(struct dir_info *d, unsigned int index, int conceal)
 	d->rnext = om_rword(&d->rng);
 	d->rring = om_rbyte(&d->rng) & (OM_DELAYED - 1);
 	d->mapped = pool_body() + 2 * OM_PAGE_SIZE;
-	if (om_region_table_init(d) != 0)
+	om_region_table_init(d);
+	if (om_cache_init(d) != 0)
 		return -1;
-	if (om_cache_init(d) != 0) {
-		om_os_unmap(d->r, OM_PAGEROUND(d->regions_total *
-		    sizeof(struct region_info)));
-		return -1;
-	}
 	d->canary1 = mopts.canary ^ (uintptr_t)d;
 	d->canary2 = ~d->canary1;
 	return 0;

@@ -15,6 +15,15 @@
 
 #define REALLOC_INPLACE_MIN ((size_t)16 << OM_PAGE_SHIFT)
 
+static void
+table_set(struct dir_info *d, struct region_info *r, size_t total)
+{
+	d->r = r;
+	d->regions_total = total;
+	d->regions_free = total;
+	d->regions_shift = 64 - (unsigned int)__builtin_ctzll(total);
+}
+
 static int
 table_alloc(struct dir_info *d, size_t total)
 {
@@ -23,18 +32,23 @@ table_alloc(struct dir_info *d, size_t total)
 
 	if (r == NULL)
 		return -1;
-	d->r = r;
-	d->regions_total = total;
-	d->regions_free = total;
-	d->regions_shift = 64 - (unsigned int)__builtin_ctzll(total);
+	table_set(d, r, total);
 	d->mapped += len;
 	return 0;
 }
 
-int
+/* The first table: in the pool's pages, after its struct (zeroed). */
+static struct region_info *
+first_table(struct dir_info *d)
+{
+	return (struct region_info *)(void *)((char *)d +
+	    OM_POOL_TABLE_OFFSET);
+}
+
+void
 om_region_table_init(struct dir_info *d)
 {
-	return table_alloc(d, OM_HASH_INITIAL);
+	table_set(d, first_table(d), OM_HASH_INITIAL);
 }
 
 uint16_t *om_hint_top[OM_HINT_TOP];
@@ -80,22 +94,30 @@ place(struct dir_info *d, uintptr_t key, uintptr_t size, void *f)
 	return &d->r[i];
 }
 
+/*
+ * Double the table; the first one, in the pool's pages, grows fourfold
+ * at once: a pool that outgrows it owns many pages and goes on to more,
+ * and a step less is a mapping and an unmapping less.
+ */
 static int
 grow(struct dir_info *d)
 {
 	struct region_info *old = d->r;
 	size_t oldtotal = d->regions_total, i, oldlen;
 
-	if (table_alloc(d, oldtotal * 2) != 0) {
+	if (table_alloc(d, oldtotal * (old == first_table(d) ? 4 : 2)) != 0) {
 		d->r = old;
 		return -1;
 	}
 	for (i = 0; i < oldtotal; i++)
 		if (old[i].p != 0)
 			place(d, old[i].p, old[i].size, old[i].f);
-	oldlen = OM_PAGEROUND(oldtotal * sizeof(struct region_info));
-	om_os_unmap(old, oldlen);
-	d->mapped -= oldlen;
+	/* The first table stays where it is, in the pool's pages. */
+	if (old != first_table(d)) {
+		oldlen = OM_PAGEROUND(oldtotal * sizeof(struct region_info));
+		om_os_unmap(old, oldlen);
+		d->mapped -= oldlen;
+	}
 	return 0;
 }
 

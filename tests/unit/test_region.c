@@ -116,6 +116,64 @@ START_TEST(table_dense_delete_all)
 }
 END_TEST
 
+/* Insert keys from *i on while the table takes them without growing:
+ * it grows at the insert that finds it over half full. */
+static void
+fill_to_load(struct dir_info *d, unsigned int *i)
+{
+	for (; d->regions_free * 2 >= d->regions_total; (*i)++)
+		ck_assert_int_eq(om_region_insert(d, key_of(*i), *i + 1, NULL),
+		    0);
+}
+
+/*
+ * A new pool's table lies in the pool's own pages, after its struct, and
+ * costs no mapping.  Outgrowing it maps a table four times as large and
+ * leaves it in place (nothing unmapped); the growth after that doubles
+ * and unmaps the table it leaves.  Every entry survives both.
+ */
+START_TEST(table_first_in_pool_pages)
+{
+	struct dir_info *d = unit_pool();
+	unsigned char gone[OM_HASH_INITIAL * 4] = { 0 };
+	struct region_info *first = d->r;
+	struct om_os_counts a, b;
+	size_t mapped = d->mapped;
+	unsigned int i = 0;
+
+	ck_assert_ptr_eq(first, (void *)((char *)d + OM_POOL_TABLE_OFFSET));
+	ck_assert_uint_eq(d->regions_total, OM_HASH_INITIAL);
+	fill_to_load(d, &i);
+	ck_assert_ptr_eq(d->r, first);
+
+	om_os_counts(&a);
+	ck_assert_int_eq(om_region_insert(d, key_of(i), i + 1, NULL), 0);
+	om_os_counts(&b);
+	i++;
+	ck_assert_ptr_ne(d->r, first);
+	ck_assert_uint_eq(d->regions_total, 4 * OM_HASH_INITIAL);
+	ck_assert_uint_eq(b.mmap, a.mmap + 1);
+	ck_assert_uint_eq(b.munmap, a.munmap);
+	ck_assert_uint_eq(d->mapped, mapped + OM_PAGEROUND(4 *
+	    OM_HASH_INITIAL * sizeof(struct region_info)));
+	verify(d, i, gone);
+
+	fill_to_load(d, &i);
+	ck_assert_uint_eq(d->regions_total, 4 * OM_HASH_INITIAL);
+	om_os_counts(&a);
+	ck_assert_int_eq(om_region_insert(d, key_of(i), i + 1, NULL), 0);
+	om_os_counts(&b);
+	i++;
+	ck_assert_uint_eq(d->regions_total, 8 * OM_HASH_INITIAL);
+	ck_assert_uint_eq(b.mmap, a.mmap + 1);
+	ck_assert_uint_eq(b.munmap, a.munmap + 1);
+	ck_assert_uint_eq(d->mapped, mapped + OM_PAGEROUND(8 *
+	    OM_HASH_INITIAL * sizeof(struct region_info)));
+	ck_assert_uint_le(i, sizeof(gone));
+	verify(d, i, gone);
+}
+END_TEST
+
 START_TEST(table_reinsert)
 {
 	struct dir_info *d = unit_pool();
@@ -628,6 +686,7 @@ main(void)
 	TCase *t = tcase_create("region");
 
 	tcase_add_test(t, table_grow_and_delete);
+	tcase_add_test(t, table_first_in_pool_pages);
 	tcase_add_test(t, table_dense_delete_all);
 	tcase_add_test(t, table_reinsert);
 	tcase_add_test(t, find_absent);
