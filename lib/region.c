@@ -105,10 +105,9 @@ grow(struct dir_info *d)
 	struct region_info *old = d->r;
 	size_t oldtotal = d->regions_total, i, oldlen;
 
-	if (table_alloc(d, oldtotal * (old == first_table(d) ? 4 : 2)) != 0) {
-		d->r = old;
+	/* On failure table_alloc leaves the table as it was. */
+	if (table_alloc(d, oldtotal * (old == first_table(d) ? 4 : 2)) != 0)
 		return -1;
-	}
 	for (i = 0; i < oldtotal; i++)
 		if (old[i].p != 0)
 			place(d, old[i].p, old[i].size, old[i].f);
