@@ -24,8 +24,9 @@
 const uint16_t om_bucket_size[OM_NBUCKETS] = {
 	16,						/* malloc(0) */
 	16, 32, 48, 64, 80, 96, 112, 128,
-	160, 192, 224, 256, 320, 384, 448, 512,
-	640, 768, 896, 1024, 1360, 2048,
+	144, 160, 176, 192, 208, 224, 240, 256,
+	272, 288, 304, 336, 368, 400, 448, 512,
+	576, 672, 816, 1024, 1360, 2048,
 };
 _Static_assert(sizeof(om_bucket_size) / sizeof(om_bucket_size[0]) ==
     OM_NBUCKETS, "bucket table");

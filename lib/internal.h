@@ -55,7 +55,7 @@
 #define OM_BITWORDS	(OM_MAXSLOTS / 64)
 
 /* Size classes: bucket 0 holds malloc(0) objects in no-access pages. */
-#define OM_NBUCKETS	23
+#define OM_NBUCKETS	31
 #define OM_CHUNK_LISTS	4		/* random list choice per bucket */
 #define OM_DELAYED	16		/* delayed-free ring, a power of two */
 #define OM_CACHE_SMALL	32		/* cache classes by run length */
