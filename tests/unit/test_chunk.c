@@ -47,6 +47,18 @@ START_TEST(bucket_table)
 			ck_assert_uint_gt(om_bucket_size[b],
 			    om_bucket_size[b - 1]);
 	}
+	/* 16-byte steps to 256; above, each class the largest multiple of
+	 * 16 that a page holds as many times, and every such size a class:
+	 * no slot takes more of its page than it needs. */
+	for (b = 1; b <= 16; b++)
+		ck_assert_uint_eq(om_bucket_size[b], b * OM_MINSIZE);
+	for (b = 17; b < OM_NBUCKETS; b++) {
+		unsigned int size = om_bucket_size[b];
+		size_t n = OM_PAGE_SIZE / size;
+
+		ck_assert_uint_lt(OM_PAGE_SIZE / (size + OM_MINSIZE), n);
+		ck_assert_uint_eq(OM_PAGE_SIZE / om_bucket_size[b - 1], n + 1);
+	}
 	/* Every size maps to the smallest bucket that holds it. */
 	for (sz = 1; sz <= OM_MAXCHUNK; sz++) {
 		b = om_bucket_of(sz);
