@@ -24,12 +24,13 @@
 #include "internal.h"
 
 #define BATCH_PAGES 16		/* pages mapped at once for short runs */
-#define DEPOT_SLOTS 2048	/* enough for DEPOT_MAX single pages */
+#define DEPOT_SLOTS 32768	/* enough for DEPOT_MAX single pages */
 #define DEPOT_RUN 64		/* longer runs are not worth keeping */
 #define DEPOT_MIN 256		/* pages the depot may hold from the start */
-#define DEPOT_MAX 2048		/* and at most (8 MiB), however it grows */
+#define DEPOT_MAX 32768		/* and at most (128 MiB), however it grows */
 #define DEPOT_NONE 0xffffu
 #define DEPOT_DECAY 4096	/* takes between halvings of the demand */
+#define DEPOT_ROUND 4096	/* pages taken in the shortest round */
 #define EVICT_BATCH 16		/* runs evicted from a full class at once */
 #define IDLE_PUTS 16		/* puts without a get: the pool gives back */
 #define WARM_MIN 4		/* used runs a get chooses among, at least */
@@ -51,7 +52,7 @@
  * last; malloc_trim, holding no pool lock, waits.
  *
  * Size: it starts at 1 MiB and grows by what the program proves it
- * needs, up to 8 MiB.  It keeps, per run length, the recent demand
+ * needs, up to 128 MiB.  It keeps, per run length, the recent demand
  * (takes and misses, halved every DEPOT_DECAY takes) and the runs it
  * turned away for lack of room.  A miss that has to map new pages, where
  * a run long enough had been turned away, raises the limit (by what the
@@ -62,7 +63,17 @@
  * out.  A program whose heap only grows, or that frees once and stops,
  * never raises the limit; one that frees a batch and allocates it again
  * (where an allocator that unmaps pays a page fault per page, every
- * time) keeps its batch.  malloc_trim empties the depot and resets it.
+ * time, and a munmap call per run, every time) keeps its batch.
+ *
+ * The limit comes down again as the need goes.  A round lasts until four
+ * times as many pages as the limit (DEPOT_ROUND at least) have been
+ * taken: several trips out and back of a batch the depot was grown for.
+ * In a round where no take found the depot short, the pages that stayed
+ * in it the whole round were not needed, and the limit drops by half of
+ * them.  What the depot then holds over its
+ * limit is unmapped a run at a time as runs are offered (never under a
+ * pool lock).  A program that stops taking pages from the depot keeps
+ * what it holds until malloc_trim, which empties the depot and resets it.
  *
  * Runs wait in bins by length, each a stack of slots, so that a take is
  * a few steps whatever the depot holds.
@@ -77,8 +88,12 @@ static struct {
 	uint32_t demand[DEPOT_RUN + 1];	/* recent takes and misses */
 	uint32_t lost[DEPOT_RUN + 1];	/* runs turned away since growing */
 	uint16_t bin[DEPOT_RUN + 1];	/* first slot of a length, or NONE */
+	size_t round_taken;		/* pages taken this round */
+	size_t low;			/* fewest pages held this round */
+	int missed;			/* a take found nothing this round */
 	uint16_t next[DEPOT_SLOTS];	/* next slot in its bin / free list */
-	uint16_t free;			/* first unused slot */
+	uint16_t free;			/* first slot given back, or NONE */
+	unsigned int fresh;		/* slots from here on never used */
 	struct om_cache_entry e[DEPOT_SLOTS];
 } depot;
 
@@ -119,7 +134,8 @@ depot_unlock(void)
 }
 
 /* The bins start empty and every slot free; done on first use and after a
- * trim (depot locked). */
+ * trim (depot locked).  Slots are handed out in order from `fresh`, so a
+ * depot that holds little touches few of their pages. */
 static void
 depot_reset(void)
 {
@@ -127,15 +143,16 @@ depot_reset(void)
 
 	for (i = 0; i <= DEPOT_RUN; i++)
 		depot.bin[i] = DEPOT_NONE;
-	for (i = 0; i < DEPOT_SLOTS; i++)
-		depot.next[i] = (uint16_t)(i + 1 < DEPOT_SLOTS ? i + 1 :
-		    DEPOT_NONE);
-	depot.free = 0;
+	depot.free = DEPOT_NONE;
+	depot.fresh = 0;
 	depot.used = 0;
 	depot.pages = 0;
 	depot.cap = DEPOT_MIN;
 	depot.dropped = 0;
 	depot.takes = 0;
+	depot.round_taken = 0;
+	depot.low = 0;
+	depot.missed = 0;
 	memset(depot.demand, 0, sizeof(depot.demand));
 	memset(depot.lost, 0, sizeof(depot.lost));
 }
@@ -146,7 +163,10 @@ depot_push(const struct om_cache_entry *e)
 {
 	unsigned int i = depot.free;
 
-	depot.free = depot.next[i];
+	if (i != DEPOT_NONE)
+		depot.free = depot.next[i];
+	else
+		i = depot.fresh++;
 	depot.e[i] = *e;
 	depot.next[i] = depot.bin[e->npages];
 	depot.bin[e->npages] = (uint16_t)i;
@@ -165,6 +185,8 @@ depot_pop(unsigned int n)
 	depot.free = (uint16_t)i;
 	depot.used--;
 	depot.pages -= n;
+	if (depot.pages < depot.low)
+		depot.low = depot.pages;
 	return depot.e[i];
 }
 
@@ -191,7 +213,7 @@ om_cache_depot_offer(const struct om_cache_entry *e,
     struct om_cache_entry *out)
 {
 	unsigned int n = e->npages, v;
-	int taken = 0;
+	int taken = 0, over;
 
 	out->npages = 0;
 	if (e->guarded || n > DEPOT_RUN)
@@ -199,10 +221,12 @@ om_cache_depot_offer(const struct om_cache_entry *e,
 	depot_lock();
 	if (depot.cap == 0)
 		depot_reset();
+	/* Over the limit, which came down: a run goes whatever its demand. */
+	over = depot.pages > depot.cap;
 	while (depot.pages + n > depot.cap || depot.used == DEPOT_SLOTS) {
 		v = depot_victim();
-		if (v == 0 || depot.demand[v] >= depot.demand[n] ||
-		    out->npages != 0)
+		if (v == 0 || out->npages != 0 ||
+		    (!over && depot.demand[v] >= depot.demand[n]))
 			break;
 		*out = depot_pop(v);
 	}
@@ -212,7 +236,7 @@ om_cache_depot_offer(const struct om_cache_entry *e,
 	} else {
 		depot.dropped += n;
 		depot.lost[n]++;
-		if (out->npages != 0) {
+		if (out->npages != 0 && !over) {
 			/* Not enough room made after all: keep the victim. */
 			depot_push(out);
 			out->npages = 0;
@@ -234,6 +258,26 @@ split_front(struct om_cache_entry *e, size_t npages)
 	e->npages -= (uint32_t)npages;
 	if (!mopts.junk_validate_full)
 		e->junked = 0;
+}
+
+/*
+ * npages were taken: the end of a round lowers the limit by half of what
+ * stayed in the depot all round (depot locked).
+ */
+static void
+depot_round(size_t npages)
+{
+	size_t cut;
+
+	depot.round_taken += npages;
+	if (depot.round_taken < 4 * (depot.cap > DEPOT_ROUND ? depot.cap :
+	    DEPOT_ROUND))
+		return;
+	cut = depot.missed ? 0 : depot.low / 2;
+	depot.cap = depot.cap > DEPOT_MIN + cut ? depot.cap - cut : DEPOT_MIN;
+	depot.round_taken = 0;
+	depot.low = depot.pages;
+	depot.missed = 0;
 }
 
 /*
@@ -261,6 +305,7 @@ depot_get(size_t npages, struct om_cache_entry *out)
 		if (depot.bin[n] == DEPOT_NONE)
 			continue;
 		*out = depot_pop(n);
+		depot_round(npages);
 		if (n > npages) {
 			struct om_cache_entry rest = *out;
 
@@ -271,6 +316,8 @@ depot_get(size_t npages, struct om_cache_entry *out)
 		found = 1;
 		break;
 	}
+	if (!found)
+		depot.missed = 1;
 	for (n = (unsigned int)npages; !found && n <= DEPOT_RUN; n++) {
 		/* A miss a turned-away run could have served. */
 		size_t want = npages <= BATCH_PAGES / 2 ? BATCH_PAGES : npages;

@@ -552,6 +552,88 @@ START_TEST(depot_limit)
 }
 END_TEST
 
+/* Offer one page of our own to the depot as unlock() would: unmap it if
+ * turned away, and unmap the run given up to make room. */
+static int
+offer_page(void *p)
+{
+	struct om_cache_entry e, out;
+	int taken;
+
+	memset(&e, 0, sizeof(e));
+	e.p = (uintptr_t)(p != NULL ? p : om_os_map(OM_PAGE_SIZE, 0));
+	ck_assert_uint_ne(e.p, 0);
+	e.npages = 1;
+	taken = om_cache_depot_offer(&e, &out);
+	if (!taken)
+		om_os_unmap((void *)e.p, OM_PAGE_SIZE);
+	if (out.npages != 0)
+		om_os_unmap((void *)out.p, (size_t)out.npages * OM_PAGE_SIZE);
+	return taken;
+}
+
+/*
+ * The depot's limit follows the need.  A take that finds it empty, where
+ * runs had been turned away, raises the limit; a batch freed and taken
+ * again each time grows it until the batch fits, past 8 MiB here.  Rounds in which no take
+ * found it short and some pages never left lower it by half of those, and
+ * what it then holds over the limit is unmapped as runs are offered.
+ */
+START_TEST(depot_follows_need)
+{
+	struct dir_info *d = unit_pool();
+	size_t batch = 3000, limit, i, k;
+	void **taken = calloc(batch, sizeof(*taken));
+	int zeroed;
+
+	ck_assert_ptr_nonnull(taken);
+	unit_init();
+	om_cache_depot_trim();
+	for (k = 0; k < 16; k++) {
+		/* The batch comes back: what fits stays, the rest goes. */
+		for (i = 0; i < batch; i++)
+			offer_page(k == 0 ? NULL : taken[i]);
+		ck_assert_uint_le(om_cache_depot_pages(),
+		    om_cache_depot_limit());
+		/* And is taken again: a fresh pool's cache is empty, so each
+		 * page comes from the depot while it has one. */
+		d = unit_pool();
+		limit = om_cache_depot_limit();
+		for (i = 0; i < batch; i++) {
+			taken[i] = om_cache_get(d, 1, 0, &zeroed);
+			ck_assert_ptr_nonnull(taken[i]);
+		}
+		if (limit >= batch)
+			break;
+		/* The miss raised the limit by a quarter at least. */
+		ck_assert_uint_ge(om_cache_depot_limit(), limit + limit / 4);
+	}
+	ck_assert_uint_ge(om_cache_depot_limit(), batch);
+	for (i = 0; i < batch; i++)
+		ck_assert_int_eq(offer_page(taken[i]), 1);
+	ck_assert_uint_eq(om_cache_depot_pages(), batch);
+
+	/* Now only one page goes out and back at a time: every other page
+	 * stays whole rounds (4096 pages taken at least, four times the
+	 * limit), and each such round lowers the limit by half of them. */
+	limit = om_cache_depot_limit();
+	d = unit_pool();
+	for (i = 0; i < 8 * (limit > 4096 ? limit : 4096); i++) {
+		void *p = om_cache_get(d, 1, 0, &zeroed);
+
+		ck_assert_ptr_nonnull(p);
+		offer_page(p);
+	}
+	ck_assert_uint_le(om_cache_depot_limit(), limit - (batch - 1) / 2);
+	ck_assert_uint_ge(om_cache_depot_limit(), 256);
+	/* What it held over the lowered limit left as runs were offered. */
+	ck_assert_uint_le(om_cache_depot_pages(), om_cache_depot_limit());
+	om_cache_depot_trim();
+	ck_assert_uint_eq(om_cache_depot_limit(), 256);
+	free(taken);
+}
+END_TEST
+
 START_TEST(too_big_unmapped_at_once)
 {
 	struct dir_info *d = unit_pool();
@@ -1197,6 +1279,7 @@ main(void)
 	tcase_add_test(t, steady_loop_no_syscalls);
 	tcase_add_test(t, eviction_unmaps);
 	tcase_add_test(t, too_big_unmapped_at_once);
+	tcase_add_test(t, depot_follows_need);
 	tcase_add_test(t, long_runs_taken_once_asked_again);
 	tcase_add_test(t, longest_runs_never_kept);
 	tcase_add_test(t, trim_returns_pages);
