@@ -10,9 +10,16 @@
  * first searches B's own pool, then the next ones, until it finds A's.
  * The result line prints both thread ids so this can be checked.
  *
+ * A and B run on different CPUs as the scheduler places them, so the
+ * remote free also pays for the cache lines it takes over from A's CPU:
+ * the block, and the pool's records A wrote last.  With cpu=N both threads
+ * are bound to CPU N, and the ratio is the allocator's own cost of a free
+ * into another pool (finding it, its lock) without that transfer.
+ *
  * Result: local_ns and remote_ns per free, ratio = remote_ns / local_ns.
  */
 #define _GNU_SOURCE
+#include <sched.h>
 #include <sys/syscall.h>
 
 #include "bench.h"
@@ -20,10 +27,27 @@
 struct shared {
 	pthread_barrier_t handed, freed;
 	char **batch;
-	long n, size, rounds;
+	long n, size, rounds, cpu;
 	uint64_t local_ns, remote_ns;
 	long tid_a, tid_b;
 };
+
+/* Bind the calling thread to sh->cpu, when one was asked for. */
+static void
+pin(const struct shared *sh)
+{
+	cpu_set_t set;
+
+	if (sh->cpu < 0)
+		return;
+	CPU_ZERO(&set);
+	CPU_SET((int)sh->cpu, &set);
+	if (sched_setaffinity(0, sizeof(set), &set) != 0) {
+		fprintf(stderr, "xfree: cannot run on CPU %ld: %s\n", sh->cpu,
+		    strerror(errno));
+		exit(1);
+	}
+}
 
 static void
 fill(struct shared *sh)
@@ -56,6 +80,7 @@ thread_a(void *p)
 	long r;
 
 	sh->tid_a = (long)syscall(SYS_gettid);
+	pin(sh);
 	for (r = 0; r <= sh->rounds; r++) {
 		uint64_t t;
 
@@ -77,6 +102,7 @@ thread_b(void *p)
 	long r;
 
 	sh->tid_b = (long)syscall(SYS_gettid);
+	pin(sh);
 	for (r = 0; r <= sh->rounds; r++) {
 		uint64_t t;
 
@@ -92,11 +118,14 @@ thread_b(void *p)
 int
 main(int argc, char **argv)
 {
-	long batch = 1000, size = 64, rounds = 2000;
+	long batch = 1000, size = 64, rounds = 2000, cpu = -1;
+	const char *cpu_arg = "none";
 	struct bench_arg args[] = {
 		{ "size", ARG_SIZE, &size, "object size in bytes" },
 		{ "batch", ARG_LONG, &batch, "objects per batch" },
 		{ "rounds", ARG_LONG, &rounds, "batches of each kind" },
+		{ "cpu", ARG_STRING, &cpu_arg, "bind both threads to this "
+		    "CPU number (none: where the scheduler puts them)" },
 	};
 	struct shared sh;
 	pthread_t a, b;
@@ -107,11 +136,15 @@ main(int argc, char **argv)
 	    sizeof(args) / sizeof(args[0]));
 	bench_require(batch >= 1 && rounds >= 1, argv[0],
 	    "batch and rounds must be at least 1");
+	bench_require(strcmp(cpu_arg, "none") == 0 ||
+	    (parse_long(cpu_arg, 0, &cpu) == 0 && cpu < CPU_SETSIZE), argv[0],
+	    "cpu must be none or a CPU number");
 
 	memset(&sh, 0, sizeof(sh));
 	sh.n = batch;
 	sh.size = size;
 	sh.rounds = rounds;
+	sh.cpu = cpu;
 	sh.batch = check_alloc(calloc((size_t)batch, sizeof(char *)), 1);
 	pthread_barrier_init(&sh.handed, NULL, 2);
 	pthread_barrier_init(&sh.freed, NULL, 2);
@@ -126,9 +159,9 @@ main(int argc, char **argv)
 	frees = (double)batch * (double)rounds;
 	local = (double)sh.local_ns / frees;
 	remote = (double)sh.remote_ns / frees;
-	printf("bench=xfree size=%ld batch=%ld rounds=%ld tid_a=%ld "
+	printf("bench=xfree size=%ld batch=%ld rounds=%ld cpu=%s tid_a=%ld "
 	    "tid_b=%ld same_pool_of_8=%d local_ns=%.1f remote_ns=%.1f "
-	    "ratio=%.2f\n", size, batch, rounds, sh.tid_a, sh.tid_b,
+	    "ratio=%.2f\n", size, batch, rounds, cpu_arg, sh.tid_a, sh.tid_b,
 	    ((sh.tid_a ^ sh.tid_b) & 7) == 0, local, remote,
 	    local > 0 ? remote / local : 0.0);
 	pthread_barrier_destroy(&sh.handed);
