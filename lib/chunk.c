@@ -186,17 +186,28 @@ alloc_info(struct dir_info *d, unsigned int bucket)
 	return info;
 }
 
+/*
+ * The back link of n, the page after one that enters or leaves a list, or
+ * the pool's sink when there is none: a select, not a branch, since which
+ * way it goes is as random as the list a page is put on.
+ */
+OM_INLINE struct chunk_info ***
+back_link(struct dir_info *d, struct chunk_info *n)
+{
+	return n != NULL ? &n->pprev : &d->list_sink;
+}
+
 static void
 list_push(struct dir_info *d, struct chunk_info *info)
 {
 	unsigned int l = om_rbyte(&d->rng) & (OM_CHUNK_LISTS - 1);
 	struct chunk_info **head = &d->chunk_dir[info->bucket][l];
+	struct chunk_info *n = *head;
 
 	info->list = (uint16_t)l;
-	info->prev = NULL;
-	info->next = *head;
-	if (*head != NULL)
-		(*head)->prev = info;
+	info->next = n;
+	info->pprev = head;
+	*back_link(d, n) = &info->next;
 	*head = info;
 	d->chunk_lists[info->bucket] |= (uint8_t)(1u << l);
 	info->onlist = 1;
@@ -206,15 +217,17 @@ list_push(struct dir_info *d, struct chunk_info *info)
 static void
 list_remove(struct dir_info *d, struct chunk_info *info)
 {
-	if (info->prev != NULL)
-		info->prev->next = info->next;
-	else if ((d->chunk_dir[info->bucket][info->list] = info->next) ==
-	    NULL)
-		d->chunk_lists[info->bucket] &= (uint8_t)~(1u << info->list);
-	if (info->next != NULL)
-		info->next->prev = info->prev;
+	unsigned int b = info->bucket;
+	struct chunk_info *n = info->next;
+	uint8_t empty;
+
+	*info->pprev = n;
+	*back_link(d, n) = info->pprev;
+	/* The list's bit goes if that emptied it. */
+	empty = (uint8_t)-(d->chunk_dir[b][info->list] == NULL);
+	d->chunk_lists[b] &= (uint8_t)~((1u << info->list) & empty);
 	info->onlist = 0;
-	d->chunk_pages_avail[info->bucket]--;
+	d->chunk_pages_avail[b]--;
 }
 
 /* A new chunk page for bucket, on a random list; NULL without memory. */

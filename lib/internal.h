@@ -286,7 +286,8 @@ struct region_info {
 #define OM_REGION_IS_CHUNK(r)	((r)->p & OM_REGION_CHUNK)
 
 struct chunk_info {
-	struct chunk_info *next, *prev;	/* on chunk_dir[bucket][list] */
+	struct chunk_info *next;	/* on chunk_dir[bucket][list] */
+	struct chunk_info **pprev;	/* the pointer that points at this */
 	uintptr_t page;
 	uint32_t canary;		/* mopts.canary ^ address of this */
 	uint16_t bucket;
@@ -357,6 +358,7 @@ struct dir_info {
 	/* Chunk pages with free slots, per bucket, on OM_CHUNK_LISTS lists. */
 	struct chunk_info *chunk_dir[OM_NBUCKETS][OM_CHUNK_LISTS];
 	uint8_t chunk_lists[OM_NBUCKETS];	/* bit l: list l not empty */
+	struct chunk_info **list_sink;	/* back link of the end of a list */
 	unsigned int chunk_pages_avail[OM_NBUCKETS];
 	struct chunk_info *info_free[OM_NBUCKETS];	/* spare records */
 	char *info_next;		/* unused part of the records pages */

@@ -621,6 +621,69 @@ START_TEST(empty_page_released)
 }
 END_TEST
 
+/* Walk bucket b's lists: each page links back to what points at it, sits
+ * on the list it says, has a free slot; the bits and counts agree.
+ * Returns the pages found. */
+static unsigned int
+check_lists(struct dir_info *d, unsigned int b)
+{
+	unsigned int l, pages = 0;
+
+	for (l = 0; l < OM_CHUNK_LISTS; l++) {
+		struct chunk_info **link = &d->chunk_dir[b][l], *c;
+
+		ck_assert_uint_eq(!!(d->chunk_lists[b] & (1u << l)),
+		    *link != NULL);
+		for (c = *link; c != NULL; link = &c->next, c = c->next) {
+			ck_assert_ptr_eq(c->pprev, link);
+			ck_assert_uint_eq(c->list, l);
+			ck_assert_uint_eq(c->onlist, 1);
+			ck_assert_uint_gt(c->free, 0);
+			ck_assert_uint_eq(c->bucket, b);
+			pages++;
+		}
+	}
+	ck_assert_uint_eq(pages, d->chunk_pages_avail[b]);
+	return pages;
+}
+
+START_TEST(lists_linked)
+{
+	struct dir_info *d = unit_pool();
+	unsigned int b = om_bucket_of(1024), i, n = 0, step;
+	uint32_t x = 12345;
+	char *held[64];
+
+	/* Four slots a page: pages fill and come back onto the lists all
+	 * the time, from the head, the middle and the end of a list. */
+	for (step = 0; step < 4000; step++) {
+		x = x * 1103515245u + 12345u;
+		if (n < 64 && (n == 0 || (x >> 16) % 3 != 0)) {
+			held[n] = chunk_get(d, 1024);
+			ck_assert_ptr_nonnull(held[n]);
+			n++;
+		} else {
+			i = (x >> 8) % n;
+			chunk_put(d, held[i]);
+			held[i] = held[--n];
+		}
+		if (step % 8 == 0)
+			om_chunk_flush_delayed(d);
+		check_lists(d, b);
+		for (i = 0; i < n; i++) {
+			struct chunk_info *c = info_of(d, held[i]);
+
+			ck_assert_ptr_nonnull(c);
+			ck_assert_uint_eq(c->onlist, c->free > 0);
+		}
+	}
+	while (n > 0)
+		chunk_put(d, held[--n]);
+	om_chunk_flush_delayed(d);
+	ck_assert_uint_eq(check_lists(d, b), 1);
+}
+END_TEST
+
 START_TEST(inuse_counts)
 {
 	struct dir_info *d = unit_pool();
@@ -669,6 +732,7 @@ main(void)
 	tcase_add_test(t, info_canary);
 	tcase_add_test(t, malloc_zero);
 	tcase_add_test(t, empty_page_released);
+	tcase_add_test(t, lists_linked);
 	tcase_add_test(t, info_records_shared);
 	tcase_add_test(t, info_records_batched);
 	tcase_add_test(t, inuse_counts);
