@@ -10,11 +10,13 @@
  * first searches B's own pool, then the next ones, until it finds A's.
  * The result line prints both thread ids so this can be checked.
  *
- * A and B run on different CPUs as the scheduler places them, so the
- * remote free also pays for the cache lines it takes over from A's CPU:
- * the block, and the pool's records A wrote last.  With cpu=N both threads
- * are bound to CPU N, and the ratio is the allocator's own cost of a free
- * into another pool (finding it, its lock) without that transfer.
+ * Left to the scheduler, A and B run on one CPU in some runs and on two
+ * in others, and on two the remote free also pays for the cache lines it
+ * takes over from A's CPU: the block, and the pool's records A wrote
+ * last.  cpu=N binds both threads to CPU N: the ratio is then the
+ * allocator's own cost of a free into another pool (finding it, its
+ * lock) without that transfer.  cpu=N,M binds A to CPU N and B to CPU M:
+ * the transfer, every run.
  *
  * Result: local_ns and remote_ns per free, ratio = remote_ns / local_ns.
  */
@@ -27,26 +29,51 @@
 struct shared {
 	pthread_barrier_t handed, freed;
 	char **batch;
-	long n, size, rounds, cpu;
+	long n, size, rounds, cpu_a, cpu_b;
 	uint64_t local_ns, remote_ns;
 	long tid_a, tid_b;
 };
 
-/* Bind the calling thread to sh->cpu, when one was asked for. */
+/* Bind the calling thread to CPU cpu, when one was asked for (>= 0). */
 static void
-pin(const struct shared *sh)
+pin(long cpu)
 {
 	cpu_set_t set;
 
-	if (sh->cpu < 0)
+	if (cpu < 0)
 		return;
 	CPU_ZERO(&set);
-	CPU_SET((int)sh->cpu, &set);
+	CPU_SET((int)cpu, &set);
 	if (sched_setaffinity(0, sizeof(set), &set) != 0) {
-		fprintf(stderr, "xfree: cannot run on CPU %ld: %s\n", sh->cpu,
+		fprintf(stderr, "xfree: cannot run on CPU %ld: %s\n", cpu,
 		    strerror(errno));
 		exit(1);
 	}
+}
+
+/* "none", "N" (both threads on CPU N) or "N,M" (A on N, B on M); 0 if
+ * cpu is one of those. */
+static int
+parse_cpus(const char *cpu, long *a, long *b)
+{
+	char first[32];
+	const char *comma = strchr(cpu, ',');
+	size_t len = comma != NULL ? (size_t)(comma - cpu) : strlen(cpu);
+
+	*a = *b = -1;
+	if (strcmp(cpu, "none") == 0)
+		return 0;
+	if (len == 0 || len >= sizeof(first))
+		return -1;
+	memcpy(first, cpu, len);
+	first[len] = '\0';
+	if (parse_long(first, 0, a) != 0 || *a >= CPU_SETSIZE)
+		return -1;
+	if (comma == NULL) {
+		*b = *a;
+		return 0;
+	}
+	return parse_long(comma + 1, 0, b) != 0 || *b >= CPU_SETSIZE ? -1 : 0;
 }
 
 static void
@@ -80,7 +107,7 @@ thread_a(void *p)
 	long r;
 
 	sh->tid_a = (long)syscall(SYS_gettid);
-	pin(sh);
+	pin(sh->cpu_a);
 	for (r = 0; r <= sh->rounds; r++) {
 		uint64_t t;
 
@@ -102,7 +129,7 @@ thread_b(void *p)
 	long r;
 
 	sh->tid_b = (long)syscall(SYS_gettid);
-	pin(sh);
+	pin(sh->cpu_b);
 	for (r = 0; r <= sh->rounds; r++) {
 		uint64_t t;
 
@@ -118,14 +145,15 @@ thread_b(void *p)
 int
 main(int argc, char **argv)
 {
-	long batch = 1000, size = 64, rounds = 2000, cpu = -1;
+	long batch = 1000, size = 64, rounds = 2000, cpu_a, cpu_b;
 	const char *cpu_arg = "none";
 	struct bench_arg args[] = {
 		{ "size", ARG_SIZE, &size, "object size in bytes" },
 		{ "batch", ARG_LONG, &batch, "objects per batch" },
 		{ "rounds", ARG_LONG, &rounds, "batches of each kind" },
-		{ "cpu", ARG_STRING, &cpu_arg, "bind both threads to this "
-		    "CPU number (none: where the scheduler puts them)" },
+		{ "cpu", ARG_STRING, &cpu_arg, "N: bind both threads to CPU "
+		    "N; N,M: the allocating thread to N, the other to M; "
+		    "none: where the scheduler puts them" },
 	};
 	struct shared sh;
 	pthread_t a, b;
@@ -136,15 +164,15 @@ main(int argc, char **argv)
 	    sizeof(args) / sizeof(args[0]));
 	bench_require(batch >= 1 && rounds >= 1, argv[0],
 	    "batch and rounds must be at least 1");
-	bench_require(strcmp(cpu_arg, "none") == 0 ||
-	    (parse_long(cpu_arg, 0, &cpu) == 0 && cpu < CPU_SETSIZE), argv[0],
-	    "cpu must be none or a CPU number");
+	bench_require(parse_cpus(cpu_arg, &cpu_a, &cpu_b) == 0, argv[0],
+	    "cpu must be none, a CPU number or two joined by a comma");
 
 	memset(&sh, 0, sizeof(sh));
 	sh.n = batch;
 	sh.size = size;
 	sh.rounds = rounds;
-	sh.cpu = cpu;
+	sh.cpu_a = cpu_a;
+	sh.cpu_b = cpu_b;
 	sh.batch = check_alloc(calloc((size_t)batch, sizeof(char *)), 1);
 	pthread_barrier_init(&sh.handed, NULL, 2);
 	pthread_barrier_init(&sh.freed, NULL, 2);
