@@ -567,6 +567,16 @@ free(void *p)
 
 	if (p == NULL)
 		return;
+	/*
+	 * The block's first line, asked for now: free writes junk there,
+	 * and when another CPU wrote it last (a block freed by a thread
+	 * other than its allocator's), fetching it takes longer than the
+	 * lookup and the lock that come first.  Those junk stores wait in
+	 * the store buffer until it arrives, and the next free's lock (an
+	 * atomic instruction, which waits for every earlier store) waits for
+	 * them.  A prefetch never faults, whatever p is.
+	 */
+	__builtin_prefetch(p, 1, 3);
 	d = find_ptr("free", p, &r);
 	release(d, r, p, 0, 0);
 	unlock_freed(d);
