@@ -25,6 +25,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#ifdef _GNU_SOURCE
+#include <sched.h>
+#endif
+
 enum arg_type { ARG_LONG, ARG_SIZE, ARG_DOUBLE, ARG_STRING };
 
 struct bench_arg {
@@ -333,5 +337,53 @@ sleep_seconds(double s)
 /* One cache line per thread's hot counters, so they do not false-share. */
 #define BENCH_CACHELINE 64
 #define BENCH_ALIGNED __attribute__((aligned(BENCH_CACHELINE)))
+
+#ifdef _GNU_SOURCE
+/*
+ * cpu=none, N or N,M: where the two kinds of thread of a benchmark run.
+ * none leaves them to the scheduler (*a = *b = -1), N puts both on CPU
+ * N, N,M the first kind on N and the second on M.  0 if cpu is one of
+ * those, else -1.
+ */
+static inline int
+bench_parse_cpus(const char *cpu, long *a, long *b)
+{
+	char first[32];
+	const char *comma = strchr(cpu, ',');
+	size_t len = comma != NULL ? (size_t)(comma - cpu) : strlen(cpu);
+
+	*a = *b = -1;
+	if (strcmp(cpu, "none") == 0)
+		return 0;
+	if (len == 0 || len >= sizeof(first))
+		return -1;
+	memcpy(first, cpu, len);
+	first[len] = '\0';
+	if (parse_long(first, 0, a) != 0 || *a >= CPU_SETSIZE)
+		return -1;
+	if (comma == NULL) {
+		*b = *a;
+		return 0;
+	}
+	return parse_long(comma + 1, 0, b) != 0 || *b >= CPU_SETSIZE ? -1 : 0;
+}
+
+/* Bind the calling thread to CPU cpu, unless cpu is negative. */
+static inline void
+bench_pin(const char *prog, long cpu)
+{
+	cpu_set_t set;
+
+	if (cpu < 0)
+		return;
+	CPU_ZERO(&set);
+	CPU_SET((int)cpu, &set);
+	if (sched_setaffinity(0, sizeof(set), &set) != 0) {
+		fprintf(stderr, "%s: cannot run on CPU %ld: %s\n", prog, cpu,
+		    strerror(errno));
+		exit(1);
+	}
+}
+#endif
 
 #endif /* BENCH_H */

@@ -21,7 +21,6 @@
  * Result: local_ns and remote_ns per free, ratio = remote_ns / local_ns.
  */
 #define _GNU_SOURCE
-#include <sched.h>
 #include <sys/syscall.h>
 
 #include "bench.h"
@@ -33,48 +32,6 @@ struct shared {
 	uint64_t local_ns, remote_ns;
 	long tid_a, tid_b;
 };
-
-/* Bind the calling thread to CPU cpu, when one was asked for (>= 0). */
-static void
-pin(long cpu)
-{
-	cpu_set_t set;
-
-	if (cpu < 0)
-		return;
-	CPU_ZERO(&set);
-	CPU_SET((int)cpu, &set);
-	if (sched_setaffinity(0, sizeof(set), &set) != 0) {
-		fprintf(stderr, "xfree: cannot run on CPU %ld: %s\n", cpu,
-		    strerror(errno));
-		exit(1);
-	}
-}
-
-/* "none", "N" (both threads on CPU N) or "N,M" (A on N, B on M); 0 if
- * cpu is one of those. */
-static int
-parse_cpus(const char *cpu, long *a, long *b)
-{
-	char first[32];
-	const char *comma = strchr(cpu, ',');
-	size_t len = comma != NULL ? (size_t)(comma - cpu) : strlen(cpu);
-
-	*a = *b = -1;
-	if (strcmp(cpu, "none") == 0)
-		return 0;
-	if (len == 0 || len >= sizeof(first))
-		return -1;
-	memcpy(first, cpu, len);
-	first[len] = '\0';
-	if (parse_long(first, 0, a) != 0 || *a >= CPU_SETSIZE)
-		return -1;
-	if (comma == NULL) {
-		*b = *a;
-		return 0;
-	}
-	return parse_long(comma + 1, 0, b) != 0 || *b >= CPU_SETSIZE ? -1 : 0;
-}
 
 static void
 fill(struct shared *sh)
@@ -107,7 +64,7 @@ thread_a(void *p)
 	long r;
 
 	sh->tid_a = (long)syscall(SYS_gettid);
-	pin(sh->cpu_a);
+	bench_pin("xfree", sh->cpu_a);
 	for (r = 0; r <= sh->rounds; r++) {
 		uint64_t t;
 
@@ -129,7 +86,7 @@ thread_b(void *p)
 	long r;
 
 	sh->tid_b = (long)syscall(SYS_gettid);
-	pin(sh->cpu_b);
+	bench_pin("xfree", sh->cpu_b);
 	for (r = 0; r <= sh->rounds; r++) {
 		uint64_t t;
 
@@ -164,7 +121,7 @@ main(int argc, char **argv)
 	    sizeof(args) / sizeof(args[0]));
 	bench_require(batch >= 1 && rounds >= 1, argv[0],
 	    "batch and rounds must be at least 1");
-	bench_require(parse_cpus(cpu_arg, &cpu_a, &cpu_b) == 0, argv[0],
+	bench_require(bench_parse_cpus(cpu_arg, &cpu_a, &cpu_b) == 0, argv[0],
 	    "cpu must be none, a CPU number or two joined by a comma");
 
 	memset(&sh, 0, sizeof(sh));

@@ -6,11 +6,18 @@
  * allocator, all the time and while that allocator is busy, the pattern
  * of a server that passes buffers from an I/O thread to workers.
  *
+ * Left to the scheduler, a pair runs on one CPU in some runs, where the
+ * two threads take turns (each fills or empties the ring, then yields),
+ * and on two in others, where both work at once and every block's cache
+ * lines cross between the CPUs; the two differ several-fold.  cpu=N puts
+ * every thread on CPU N, cpu=N,M the producers on N and the consumers
+ * on M, so that a run measures one of the two.
+ *
  * Result: ops_per_sec counts the blocks that went through (allocated,
  * handed over and freed) per second over all pairs; ns_per_item is the
  * time of one block as a pair sees it.
  */
-#include <sched.h>
+#define _GNU_SOURCE
 #include <stdatomic.h>
 
 #include "bench.h"
@@ -21,7 +28,7 @@ static atomic_int stop;
 
 struct pair {
 	_Atomic(char *) ring[RING];
-	long size;
+	long size, cpu_producer, cpu_consumer;
 	long produced, consumed;
 	uint64_t rng;
 } BENCH_ALIGNED;
@@ -41,6 +48,7 @@ producer(void *arg)
 	struct pair *p = arg;
 	long n = 0;
 
+	bench_pin("xmalloc", p->cpu_producer);
 	while (!atomic_load_explicit(&stop, memory_order_relaxed)) {
 		size_t sz = item_size(p);
 		char *q = check_alloc(malloc(sz), sz);
@@ -71,6 +79,7 @@ consumer(void *arg)
 	struct pair *p = arg;
 	long n = 0;
 
+	bench_pin("xmalloc", p->cpu_consumer);
 	for (;;) {
 		_Atomic(char *) *slot = &p->ring[n % RING];
 		char *q;
@@ -95,13 +104,17 @@ out:
 int
 main(int argc, char **argv)
 {
-	long pairs = 1, size = 64;
+	long pairs = 1, size = 64, cpu_p, cpu_c;
 	double seconds = 1;
+	const char *cpu_arg = "none";
 	struct bench_arg args[] = {
 		{ "pairs", ARG_LONG, &pairs, "producer/consumer pairs" },
 		{ "size", ARG_SIZE, &size,
 		    "block size in bytes (0: 8 to 512 at random)" },
 		{ "seconds", ARG_DOUBLE, &seconds, "run time" },
+		{ "cpu", ARG_STRING, &cpu_arg, "N: every thread on CPU N; "
+		    "N,M: producers on N, consumers on M; none: where the "
+		    "scheduler puts them" },
 	};
 	struct pair *p;
 	pthread_t *t;
@@ -114,6 +127,8 @@ main(int argc, char **argv)
 	    sizeof(args) / sizeof(args[0]));
 	bench_require(pairs >= 1 && size >= 0, argv[0],
 	    "pairs must be at least 1 and size not negative");
+	bench_require(bench_parse_cpus(cpu_arg, &cpu_p, &cpu_c) == 0, argv[0],
+	    "cpu must be none, a CPU number or two joined by a comma");
 
 	p = check_alloc(aligned_alloc(BENCH_CACHELINE,
 	    (size_t)pairs * sizeof(*p)), 1);
@@ -121,6 +136,8 @@ main(int argc, char **argv)
 	memset(p, 0, (size_t)pairs * sizeof(*p));
 	for (i = 0; i < pairs; i++) {
 		p[i].size = size;
+		p[i].cpu_producer = cpu_p;
+		p[i].cpu_consumer = cpu_c;
 		p[i].rng = (uint64_t)i * 0x9e3779b97f4a7c15u + 1;
 	}
 	t0 = now_ns();
@@ -145,9 +162,9 @@ main(int argc, char **argv)
 		}
 		items += (double)p[i].consumed;
 	}
-	printf("bench=xmalloc pairs=%ld size=%ld seconds=%g elapsed_s=%.4f "
-	    "ns_per_item=%.1f ops_per_sec=%.0f\n", pairs, size, seconds,
-	    (double)ns / 1e9, items > 0 ? (double)ns * (double)pairs / items :
+	printf("bench=xmalloc pairs=%ld size=%ld seconds=%g cpu=%s "
+	    "elapsed_s=%.4f ns_per_item=%.1f ops_per_sec=%.0f\n", pairs, size,
+	    seconds, cpu_arg, (double)ns / 1e9, items > 0 ? (double)ns * (double)pairs / items :
 	    0.0, items * 1e9 / (double)ns);
 	free(t);
 	free(p);
