@@ -1,8 +1,9 @@
 /*
  * bench.h - the small toolkit every benchmark program shares: key=value
  * arguments, a monotonic clock, a per-thread random generator, a start
- * barrier for worker threads, and a way to keep the compiler from deleting
- * a malloc/free pair whose result is never used.
+ * barrier for worker threads, a way to keep the compiler from deleting
+ * a malloc/free pair whose result is never used, and (for programs that
+ * define _GNU_SOURCE) binding threads to CPUs.
  *
  * Everything here is static so each benchmark stays one self-contained
  * program that can be built with nothing but "cc -O2 -pthread x.c".
@@ -346,7 +347,7 @@ sleep_seconds(double s)
  * those, else -1.
  */
 static inline int
-bench_parse_cpus(const char *cpu, long *a, long *b)
+bench_parse_cpus_value(const char *cpu, long *a, long *b)
 {
 	char first[32];
 	const char *comma = strchr(cpu, ',');
@@ -366,6 +367,14 @@ bench_parse_cpus(const char *cpu, long *a, long *b)
 		return 0;
 	}
 	return parse_long(comma + 1, 0, b) != 0 || *b >= CPU_SETSIZE ? -1 : 0;
+}
+
+/* The cpu argument of program name, or exit with a message. */
+static inline void
+bench_parse_cpus(const char *name, const char *cpu, long *a, long *b)
+{
+	bench_require(bench_parse_cpus_value(cpu, a, b) == 0, name,
+	    "cpu must be none, a CPU number or two joined by a comma");
 }
 
 /* Bind the calling thread to CPU cpu, unless cpu is negative. */

@@ -121,8 +121,7 @@ main(int argc, char **argv)
 	    sizeof(args) / sizeof(args[0]));
 	bench_require(batch >= 1 && rounds >= 1, argv[0],
 	    "batch and rounds must be at least 1");
-	bench_require(bench_parse_cpus(cpu_arg, &cpu_a, &cpu_b) == 0, argv[0],
-	    "cpu must be none, a CPU number or two joined by a comma");
+	bench_parse_cpus(argv[0], cpu_arg, &cpu_a, &cpu_b);
 
 	memset(&sh, 0, sizeof(sh));
 	sh.n = batch;

@@ -127,8 +127,7 @@ main(int argc, char **argv)
 	    sizeof(args) / sizeof(args[0]));
 	bench_require(pairs >= 1 && size >= 0, argv[0],
 	    "pairs must be at least 1 and size not negative");
-	bench_require(bench_parse_cpus(cpu_arg, &cpu_p, &cpu_c) == 0, argv[0],
-	    "cpu must be none, a CPU number or two joined by a comma");
+	bench_parse_cpus(argv[0], cpu_arg, &cpu_p, &cpu_c);
 
 	p = check_alloc(aligned_alloc(BENCH_CACHELINE,
 	    (size_t)pairs * sizeof(*p)), 1);
