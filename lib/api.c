@@ -309,12 +309,24 @@ OM_INLINE struct dir_info *
 findpool(struct dir_info *own, const void *p, const char *func,
     struct region_info **rp)
 {
-	unsigned int h = om_region_owner_hint(p);
+	unsigned int hint = om_region_owner_hint(p), h = hint & OM_HINT_POOL;
 	struct dir_info *d = own;
 
 	if (OM_UNLIKELY(h != 0 && h - 1 != own->index) &&
 	    (h - 1 < mopts.npools || h - 1 == OM_MAX_POOLS)) {
 		unsigned int j = h - 1 < mopts.npools ? h - 1 : mopts.npools;
+		unsigned int b = hint >> OM_HINT_BUCKET_SHIFT;
+
+		/* A chunk another pool's thread allocated, most likely
+		 * written last on another CPU: its other junk lines too
+		 * (free() asked for the first), before the lock. */
+		if (b != 0 && b <= OM_NBUCKETS) {
+			const uint16_t *o = mopts.junk_off[b - 1];
+
+			__builtin_prefetch((const char *)p + o[1], 1, 3);
+			__builtin_prefetch((const char *)p + o[2], 1, 3);
+			__builtin_prefetch((const char *)p + o[3], 1, 3);
+		}
 
 		/* Only an open pool can have set the hint. */
 		if (om_pool_used(j))

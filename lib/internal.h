@@ -561,8 +561,15 @@ om_region_chunk(const struct region_info *r)
  * when a page is registered and read by free() to go straight to the pool
  * that probably owns the pointer.  Only a hint: the owner's table, under
  * its lock, has the last word, and a stale hint falls back to the search.
+ * A chunk page's entry also carries its bucket + 1 above the pool, so that
+ * a free into another pool can ask early for the lines its junk goes to.
  * Two levels: 1 GiB of address space per leaf of 2^18 entries.
  */
+#define OM_HINT_POOL	0x1ffu		/* bits of the pool index + 1 */
+#define OM_HINT_BUCKET_SHIFT 9		/* and where the bucket + 1 starts */
+_Static_assert(OM_MAX_POOLS + 1 <= OM_HINT_POOL, "pool index hint bits");
+_Static_assert(OM_NBUCKETS + 1 < 1 << (16 - OM_HINT_BUCKET_SHIFT),
+    "bucket hint bits");
 #define OM_HINT_TOP	(1UL << 17)	/* 47-bit user addresses */
 #define OM_HINT_LEAF	(1UL << 18)
 extern uint16_t *om_hint_top[OM_HINT_TOP];

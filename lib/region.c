@@ -53,9 +53,10 @@ om_region_table_init(struct dir_info *d)
 
 uint16_t *om_hint_top[OM_HINT_TOP];
 
-/* Record that d owns page; a failure to map a leaf only loses the hint. */
+/* Record that d owns page, a chunk page of bucket1 - 1 if bucket1 is not
+ * 0; a failure to map a leaf only loses the hint. */
 static void
-hint_set(struct dir_info *d, uintptr_t page)
+hint_set(struct dir_info *d, uintptr_t page, unsigned int bucket1)
 {
 	uintptr_t top = page >> 30;
 	uint16_t *leaf, *expect = NULL;
@@ -74,7 +75,8 @@ hint_set(struct dir_info *d, uintptr_t page)
 		}
 	}
 	__atomic_store_n(&leaf[(page >> OM_PAGE_SHIFT) & (OM_HINT_LEAF - 1)],
-	    (uint16_t)(d->index + 1), __ATOMIC_RELAXED);
+	    (uint16_t)((d->index + 1) | bucket1 << OM_HINT_BUCKET_SHIFT),
+	    __ATOMIC_RELAXED);
 }
 
 static struct region_info *
@@ -131,7 +133,8 @@ table_insert(struct dir_info *d, uintptr_t key, uintptr_t size, void *f)
 		return -1;
 	d->inserts++;
 	place(d, key, size, f);
-	hint_set(d, key & ~(uintptr_t)OM_PAGE_MASK);
+	hint_set(d, key & ~(uintptr_t)OM_PAGE_MASK, (key & OM_REGION_CHUNK) ?
+	    ((const struct chunk_info *)size)->bucket + 1u : 0);
 	return 0;
 }
 
@@ -357,7 +360,7 @@ rekey(struct dir_info *d, struct region_info *r, uintptr_t page)
 	om_region_delete(d, r);
 	d->inserts++;
 	r = place(d, key, size, f);
-	hint_set(d, page);
+	hint_set(d, page, 0);
 	return r;
 }
 

@@ -193,6 +193,32 @@ START_TEST(random_slots)
 }
 END_TEST
 
+/*
+ * The owner hint of a chunk page names its pool and its bucket, that of a
+ * page region its pool alone: free() reads the pool to go straight to the
+ * owner, and the bucket to ask early for the lines its junk goes to.
+ */
+START_TEST(owner_hint_names_bucket)
+{
+	struct dir_info *d = unit_pool();
+	const size_t sizes[] = { 16, 64, 100, 1000, OM_MAXCHUNK };
+	unsigned int i, h;
+	char *p;
+
+	for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		p = chunk_get(d, sizes[i]);
+		ck_assert_ptr_nonnull(p);
+		h = om_region_owner_hint(p);
+		ck_assert_uint_eq(h & OM_HINT_POOL, d->index + 1);
+		ck_assert_uint_eq(h >> OM_HINT_BUCKET_SHIFT,
+		    om_bucket_of(sizes[i]) + 1);
+	}
+	p = om_region_alloc(d, 3 * OM_PAGE_SIZE, 0, 0, NULL);
+	ck_assert_ptr_nonnull(p);
+	ck_assert_uint_eq(om_region_owner_hint(p), d->index + 1);
+}
+END_TEST
+
 START_TEST(delayed_not_reused)
 {
 	struct dir_info *d = unit_pool();
@@ -738,6 +764,7 @@ main(void)
 	tcase_add_test(t, inuse_counts);
 	tcase_add_test(t, junk_new);
 	tcase_add_test(t, table_entry_checked);
+	tcase_add_test(t, owner_hint_names_bucket);
 	suite_add_tcase(s, t);
 	return unit_main(s);
 }
