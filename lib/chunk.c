@@ -439,14 +439,16 @@ check_ring(struct dir_info *d)
 	}
 }
 
-/* Really free a chunk that leaves the delayed ring. */
+/* Really free a chunk that leaves the delayed ring: the ring, in the pool,
+ * kept the slot that free found for it. */
 static void
-undelay(struct dir_info *d, void *p, struct chunk_info *info)
+undelay(struct dir_info *d, const struct om_delayed *e)
 {
-	unsigned int slot;
+	struct chunk_info *info = e->info;
+	unsigned int slot = e->slot;
+	void *p = e->p;
 
 	check_info(d, info);
-	slot = om_chunk_index(d, info, p);
 	info->delayed[slot >> 6] &= ~(1ULL << (slot & 63));
 	if (d->junk && info->bucket != 0)
 		check_junk(d, p, info->bucket, info->size);
@@ -517,9 +519,10 @@ om_chunk_free(struct dir_info *d, struct region_info *r, void *p, int clear,
 	out = d->delayed[i];
 	d->delayed[i].p = p;
 	d->delayed[i].info = info;
+	d->delayed[i].slot = slot;
 	info->delayed[slot >> 6] |= bit;
 	if (out.p != NULL)
-		undelay(d, out.p, out.info);
+		undelay(d, &out);
 }
 
 /* Empty the delayed ring, e.g. before a dump or a trim. */
@@ -533,7 +536,7 @@ om_chunk_flush_delayed(struct dir_info *d)
 
 		d->delayed[i].p = NULL;
 		if (e.p != NULL)
-			undelay(d, e.p, e.info);
+			undelay(d, &e);
 	}
 }
 
