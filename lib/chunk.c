@@ -359,7 +359,7 @@ om_chunk_alloc(struct dir_info *d, size_t sz, unsigned int bucket, void *f)
 	/* One draw: the low bits pick the list, the other 14 the slot. */
 	unsigned int r = d->rnext;
 	struct chunk_info *info;
-	unsigned int start, w, slot, size;
+	unsigned int start, w, slot, size, total;
 	uint64_t word;
 	char *p;
 
@@ -377,22 +377,25 @@ om_chunk_alloc(struct dir_info *d, size_t sz, unsigned int bucket, void *f)
 	check_info(d, info);
 	d->rnext = om_rword(&d->rng);
 
-	/* A random start slot, then the next free one, wrapping around. */
-	start = (unsigned int)(((r >> 2) * info->total) >> 14);
+	/* A random start slot, then the next free one, wrapping around.
+	 * The bucket's slot count, not the page's (the same), so that the
+	 * start does not wait for the load of info. */
+	total = mopts.bucket_total[bucket];
+	start = (unsigned int)(((r >> 2) * total) >> 14);
 	w = start >> 6;
 	word = info->bits[w] & (~0ULL << (start & 63));
-	if (info->total <= 64) {
+	if (total <= 64) {
 		/* One word: wrapping around is taking it whole, chosen
 		 * without a branch, which would go either way at random. */
 		word |= info->bits[0] & -(uint64_t)(word == 0);
 	} else {
 		while (word == 0) {
-			w = (w + 1) * 64 < info->total ? w + 1 : 0;
+			w = (w + 1) * 64 < total ? w + 1 : 0;
 			word = info->bits[w];
 		}
 	}
 	slot = (w << 6) + (unsigned int)__builtin_ctzll(word);
-	OM_ASSERT(d, slot < info->total && info->free > 0);
+	OM_ASSERT(d, total == info->total && slot < total && info->free > 0);
 	info->bits[w] &= ~(1ULL << (slot & 63));
 	if (--info->free == 0)
 		list_remove(d, info);
