@@ -320,7 +320,7 @@ findpool(struct dir_info *own, const void *p, const char *func,
 		/* A chunk another pool's thread allocated, most likely
 		 * written last on another CPU: its other junk lines too
 		 * (free() asked for the first), before the lock. */
-		if (b != 0 && b <= OM_NBUCKETS) {
+		if (b != 0 && b <= OM_NBUCKETS && mopts.opt.junk != 0) {
 			const uint16_t *o = mopts.junk_off[b - 1];
 
 			__builtin_prefetch((const char *)p + o[1], 1, 3);
@@ -586,9 +586,14 @@ free(void *p)
 	 * lookup and the lock that come first.  Those junk stores wait in
 	 * the store buffer until it arrives, and the next free's lock (an
 	 * atomic instruction, which waits for every earlier store) waits for
-	 * them.  A prefetch never faults, whatever p is.
+	 * them.  A prefetch never faults, whatever p is, but it is not free
+	 * where nothing is mapped: a block the program never wrote can sit
+	 * in a page the kernel has not filled yet, and each prefetch there
+	 * walks the page tables in vain (50-140 ns here).  Without junk
+	 * nothing here writes the block, so nothing is asked for.
 	 */
-	__builtin_prefetch(p, 1, 3);
+	if (OM_LIKELY(mopts.opt.junk != 0))
+		__builtin_prefetch(p, 1, 3);
 	d = find_ptr("free", p, &r);
 	release(d, r, p, 0, 0);
 	unlock_freed(d);
