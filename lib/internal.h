@@ -314,7 +314,6 @@ struct om_cache_entry {
 struct om_delayed {
 	void *p;
 	struct chunk_info *info;
-	unsigned int slot;		/* p's slot in info's page */
 };
 
 /*
