@@ -461,10 +461,8 @@ check_ring(struct dir_info *d)
  * frees across CPUs paid a fifth of their speed for it.)
  */
 static void
-undelay(struct dir_info *d, const struct om_delayed *e)
+undelay(struct dir_info *d, void *p, struct chunk_info *info)
 {
-	struct chunk_info *info = e->info;
-	void *p = e->p;
 	unsigned int slot;
 
 	check_info(d, info);
@@ -541,7 +539,7 @@ om_chunk_free(struct dir_info *d, struct region_info *r, void *p, int clear,
 	d->delayed[i].info = info;
 	info->delayed[slot >> 6] |= bit;
 	if (out.p != NULL)
-		undelay(d, &out);
+		undelay(d, out.p, out.info);
 }
 
 /* Empty the delayed ring, e.g. before a dump or a trim. */
@@ -555,7 +553,7 @@ om_chunk_flush_delayed(struct dir_info *d)
 
 		d->delayed[i].p = NULL;
 		if (e.p != NULL)
-			undelay(d, &e);
+			undelay(d, e.p, e.info);
 	}
 }
 
