@@ -127,12 +127,10 @@ check_junk(struct dir_info *d, void *p, unsigned int bucket, size_t size)
 		om_fatal(d, "write after free", p);
 }
 
-/* The slot of p, at some offset into the slot, in info's page. */
+/* The slot that holds byte off of info's page. */
 OM_INLINE uint32_t
-slot_of(const struct chunk_info *info, const void *p)
+slot_of(const struct chunk_info *info, uint32_t off)
 {
-	uint32_t off = (uint32_t)((uintptr_t)p - info->page);
-
 	return (uint32_t)(((uint64_t)off * info->recip) >> 32);
 }
 
@@ -141,7 +139,7 @@ unsigned int
 om_chunk_index(struct dir_info *d, struct chunk_info *info, const void *p)
 {
 	uint32_t off = (uint32_t)((uintptr_t)p - info->page);
-	uint32_t slot = slot_of(info, p);
+	uint32_t slot = slot_of(info, off);
 
 	if (OM_UNLIKELY(slot * info->size != off || slot >= info->total))
 		om_fatal(d, "modified chunk-pointer", p);
@@ -466,7 +464,7 @@ undelay(struct dir_info *d, void *p, struct chunk_info *info)
 	unsigned int slot;
 
 	check_info(d, info);
-	slot = slot_of(info, p);
+	slot = slot_of(info, (uint32_t)((uintptr_t)p - info->page));
 	info->delayed[slot >> 6] &= ~(1ULL << (slot & 63));
 	if (d->junk && info->bucket != 0)
 		check_junk(d, p, info->bucket, info->size);
