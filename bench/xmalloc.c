@@ -163,8 +163,9 @@ main(int argc, char **argv)
 	}
 	printf("bench=xmalloc pairs=%ld size=%ld seconds=%g cpu=%s "
 	    "elapsed_s=%.4f ns_per_item=%.1f ops_per_sec=%.0f\n", pairs, size,
-	    seconds, cpu_arg, (double)ns / 1e9, items > 0 ? (double)ns * (double)pairs / items :
-	    0.0, items * 1e9 / (double)ns);
+	    seconds, cpu_arg, (double)ns / 1e9,
+	    items > 0 ? (double)ns * (double)pairs / items : 0.0,
+	    items * 1e9 / (double)ns);
 	free(t);
 	free(p);
 	return 0;

@@ -575,9 +575,10 @@ offer_page(void *p)
 /*
  * The depot's limit follows the need.  A take that finds it empty, where
  * runs had been turned away, raises the limit; a batch freed and taken
- * again each time grows it until the batch fits, past 8 MiB here.  Rounds in which no take
- * found it short and some pages never left lower it by half of those, and
- * what it then holds over the limit is unmapped as runs are offered.
+ * again each time grows it until the batch fits, past 8 MiB here.
+ * Rounds in which no take found it short and some pages never left lower
+ * it by half of those, and what it then holds over the limit is unmapped
+ * as runs are offered.
  */
 START_TEST(depot_follows_need)
 {
