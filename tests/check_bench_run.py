@@ -1,0 +1,98 @@
+#!/usr/bin/env python3
+"""bench/run's table: each ratio is the median of the ratios of runs
+paired within a repetition, the geometric mean is taken over those, and
+each repetition starts one configuration further along.
+
+Usage: check_bench_run.py BENCH_RUN
+"""
+
+import importlib.machinery
+import importlib.util
+import os
+import sys
+import tempfile
+import time
+import types
+
+
+def load(path):
+    loader = importlib.machinery.SourceFileLoader("bench_run", path)
+    spec = importlib.util.spec_from_loader("bench_run", loader)
+    mod = importlib.util.module_from_spec(spec)
+    loader.exec_module(mod)
+    return mod
+
+
+def rows_of(cell, key, values):
+    """values: {config: [value per repetition]} -> result rows."""
+    rows = []
+    for config, vals in values.items():
+        for rep, v in enumerate(vals, 1):
+            rows.append({"kind": "rep", "rep": rep, "config": config,
+                         "cell": cell, "status": "ok", key: v})
+    return rows
+
+
+def main():
+    br = load(sys.argv[1])
+    lps = "lps size=64 threads=1 seconds=0.1"
+    larson = "larson threads=1 seconds=0.2"
+    # Runs that fall into a fast and a slow mode one by one: lps's
+    # medians (200 against 100) say 2.00x, its runs paired within each
+    # repetition 1.00x; larson's pairs read 0.50x, and the geometric mean
+    # of the two rows is 0.71x (1.00x from the medians).
+    rows = rows_of(lps, "loops_per_sec",
+                   {"omalloc": [200, 300, 50], "glibc": [100, 300, 100]})
+    rows += rows_of(larson, "ops_per_sec",
+                    {"omalloc": [50, 50, 400], "glibc": [100, 100, 200]})
+    table = br.collect(rows)
+    got = br.paired_ratio(table[(lps, "loops_per_sec")]["omalloc"],
+                          table[(lps, "loops_per_sec")]["glibc"])
+    if got != 1.0:
+        sys.exit("paired ratio %r, expected 1.0" % got)
+    # A repetition the baseline lacks (or where it read 0) is left out.
+    got = br.paired_ratio({1: 10.0, 2: 40.0, 3: 90.0},
+                          {1: 10.0, 2: 0.0})
+    if got != 1.0:
+        sys.exit("paired ratio over the common repetitions %r" % got)
+    if br.paired_ratio({1: 1.0}, {2: 1.0}) is not None:
+        sys.exit("paired ratio without a common repetition")
+
+    configs = [br.Config("omalloc", None, ""), br.Config("glibc", None)]
+    runner = types.SimpleNamespace(
+        rows=rows, opts=types.SimpleNamespace(reps=3), load_start="0.00",
+        start=time.monotonic(), out=tempfile.gettempdir(), failures=[])
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "results.md")
+        br.write_markdown(path, runner, configs,
+                          [("lps", ["size=64", "threads=1", "seconds=0.1"]),
+                           ("larson", ["threads=1", "seconds=0.2"])],
+                          "glibc", [], "quick", None)
+        text = open(path).read()
+    want = {"| %s | loops_per_sec ↑ |" % lps: "1.00x",
+            "| %s | ops_per_sec ↑ |" % larson: "0.50x",
+            "| **throughput, 2 rows** | geometric mean of the ratios ↑ |":
+            "0.71x"}
+    seen = set()
+    for line in text.splitlines():
+        for head, ratio in want.items():
+            if line.startswith(head):
+                omalloc = line[len(head):].split("|")[0].strip()
+                if not omalloc.endswith(ratio):
+                    sys.exit("%s omalloc cell %r, expected %s" %
+                             (head, omalloc, ratio))
+                seen.add(head)
+    if seen != set(want):
+        sys.exit("rows missing from the table: %r\n%s" %
+                 (sorted(set(want) - seen), text))
+
+    # Each repetition starts one configuration further along.
+    firsts = [br.rotated(["a", "b", "c"], rep)[0] for rep in range(1, 5)]
+    if firsts != ["a", "b", "c", "a"]:
+        sys.exit("first configuration of each repetition: %r" % firsts)
+    if sorted(br.rotated(["a", "b", "c"], 2)) != ["a", "b", "c"]:
+        sys.exit("a rotation lost a configuration")
+
+
+if __name__ == "__main__":
+    main()
