@@ -153,6 +153,16 @@ struct om_rng {
 	uint8_t buf[512];
 };
 
+/* x86-64 compilers that build AVX2 code in a function of its own, chosen
+ * at run time; om_random_wide is set where refills use it (all eight
+ * blocks of the buffer at once). */
+#if defined(__x86_64__) && defined(__GNUC__)
+#define OM_CHACHA_AVX2 1
+extern int om_random_wide;
+#else
+#define OM_CHACHA_AVX2 0
+#endif
+
 int om_random_global_init(void);
 void om_random_seed(struct om_rng *r);
 void om_random_refill(struct om_rng *r);

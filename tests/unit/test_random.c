@@ -1,11 +1,25 @@
 /*
  * test_random.c - random.c: the ChaCha20 keystream, seeding, the byte and
- * word draws.
+ * word draws.  The keystream tests run once with the refill the processor
+ * gets and once with the AVX2 path turned off (loop index 1), so that
+ * both the eight-block and the four-block code are checked here.
  */
 #include "unit.h"
 
 #include <stdint.h>
 #include <stdlib.h>
+
+/* Loop index 1: refill without AVX2. */
+static void
+choose_path(int i)
+{
+#if OM_CHACHA_AVX2
+	if (i == 1)
+		om_random_wide = 0;
+#else
+	(void)i;
+#endif
+}
 
 START_TEST(chacha_known_answer)
 {
@@ -39,6 +53,7 @@ START_TEST(chacha_known_answer)
 	uint8_t key[32];
 	unsigned int i;
 
+	choose_path(_i);
 	for (i = 0; i < 32; i++)
 		key[i] = (uint8_t)i;
 	memset(&r, 0, sizeof(r));
@@ -67,6 +82,7 @@ START_TEST(blocks_agree)
 	struct om_rng a, b;
 	unsigned int i, j;
 
+	choose_path(_i);
 	for (i = 0; i < sizeof(starts) / sizeof(starts[0]); i++) {
 		memset(&a, 0, sizeof(a));
 		for (j = 0; j < 8; j++)
@@ -191,14 +207,39 @@ START_TEST(global_init_keeps_errno)
 }
 END_TEST
 
+/* The eight-block refill is chosen exactly where the processor has AVX2,
+ * and gives the bytes the four-block one gives. */
+START_TEST(paths_agree)
+{
+#if OM_CHACHA_AVX2
+	struct om_rng a, b;
+	unsigned int j;
+
+	ck_assert_int_eq(om_random_wide, __builtin_cpu_supports("avx2"));
+	memset(&a, 0, sizeof(a));
+	for (j = 0; j < 8; j++)
+		a.key[j] = 0x9e3779b9u * (j + 1);
+	a.nonce[2] = 3;
+	a.counter = 77;
+	b = a;
+	om_random_refill(&a);
+	om_random_wide = 0;
+	om_random_refill(&b);
+	ck_assert(memcmp(a.buf, b.buf, sizeof(a.buf)) == 0);
+	ck_assert_uint_eq(a.counter, b.counter);
+#endif
+}
+END_TEST
+
 int
 main(void)
 {
 	Suite *s = suite_create("random");
 	TCase *t = tcase_create("random");
 
-	tcase_add_test(t, chacha_known_answer);
-	tcase_add_test(t, blocks_agree);
+	tcase_add_loop_test(t, chacha_known_answer, 0, 2);
+	tcase_add_loop_test(t, blocks_agree, 0, 2);
+	tcase_add_test(t, paths_agree);
 	tcase_add_test(t, byte_distribution);
 	tcase_add_test(t, bytes_used_once);
 	tcase_add_test(t, word_draws);
