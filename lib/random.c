@@ -19,6 +19,10 @@
 static struct om_rng global_rng;
 static pthread_mutex_t global_mtx = PTHREAD_MUTEX_INITIALIZER;
 
+/* The first four words of every block: "expand 32-byte k". */
+static const uint32_t sigma[4] = { 0x61707865, 0x3320646e, 0x79622d32,
+	0x6b206574 };
+
 #define ROTL(v, n) (((v) << (n)) | ((v) >> (32 - (n))))
 #define QR(a, b, c, d)                                                       \
 	do {                                                                 \
@@ -48,10 +52,8 @@ chacha_block(struct om_rng *r, uint8_t out[64])
 	uint32_t in[16], x[16];
 	int i;
 
-	in[0] = 0x61707865;
-	in[1] = 0x3320646e;
-	in[2] = 0x79622d32;
-	in[3] = 0x6b206574;
+	for (i = 0; i < 4; i++)
+		in[i] = sigma[i];
 	for (i = 0; i < 8; i++)
 		in[4 + i] = r->key[i];
 	in[12] = r->counter++;
@@ -94,8 +96,6 @@ chacha_block(struct om_rng *r, uint8_t out[64])
 static void
 chacha_block4(struct om_rng *r, uint8_t out[256])
 {
-	static const uint32_t sigma[4] = { 0x61707865, 0x3320646e,
-		0x79622d32, 0x6b206574 };
 	__m128i in[16], x[16];
 	int i, j;
 
@@ -168,8 +168,6 @@ _Static_assert(sizeof(((struct om_rng *)0)->buf) == 512,
 static AVX2 void
 chacha_block8(struct om_rng *r, uint8_t out[512])
 {
-	static const uint32_t sigma[4] = { 0x61707865, 0x3320646e,
-		0x79622d32, 0x6b206574 };
 	const __m256i rot16 = _mm256_setr_epi8(2, 3, 0, 1, 6, 7, 4, 5,
 	    10, 11, 8, 9, 14, 15, 12, 13, 2, 3, 0, 1, 6, 7, 4, 5,
 	    10, 11, 8, 9, 14, 15, 12, 13);
