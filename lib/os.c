@@ -23,6 +23,8 @@
 
 static struct om_os_counts counts;
 static int guard_madvise = 1;	/* cleared once the kernel refuses it */
+static int guard_marked;	/* a marker was installed: some may remain */
+static int guard_protected;	/* a guard was made with mprotect */
 
 #if OM_FAULT_INJECTION
 static long fault_mmap;		/* > 0: fail that many more; < 0: fail all */
@@ -332,9 +334,8 @@ kept_add(uintptr_t p, size_t npages)
 static void
 keep(void *p, size_t len)
 {
-	/* Guard markers outlive MADV_DONTNEED: off with them first (a
-	 * kernel without them says EINVAL, and has none to take off). */
-	if (__atomic_load_n(&guard_madvise, __ATOMIC_RELAXED)) {
+	/* Guard markers outlive MADV_DONTNEED: off with them first. */
+	if (__atomic_load_n(&guard_marked, __ATOMIC_RELAXED)) {
 		COUNT(madvise);
 		madvise(p, len, MADV_GUARD_REMOVE);
 	}
@@ -472,11 +473,16 @@ om_os_guard(void *p, size_t len)
 	if (__atomic_load_n(&guard_madvise, __ATOMIC_RELAXED)) {
 		COUNT(madvise);
 		if (madvise(p, len, MADV_GUARD_INSTALL) == 0) {
+			if (!__atomic_load_n(&guard_marked, __ATOMIC_RELAXED))
+				__atomic_store_n(&guard_marked, 1,
+				    __ATOMIC_RELAXED);
 			errno = saved;
 			return 0;
 		}
 		__atomic_store_n(&guard_madvise, 0, __ATOMIC_RELAXED);
 	}
+	if (!__atomic_load_n(&guard_protected, __ATOMIC_RELAXED))
+		__atomic_store_n(&guard_protected, 1, __ATOMIC_RELAXED);
 	errno = saved;
 	return om_os_protect(p, len, 0);
 }
@@ -485,17 +491,21 @@ om_os_guard(void *p, size_t len)
 int
 om_os_unguard(void *p, size_t len)
 {
-	int saved = errno;
+	int saved = errno, rc = 0;
 
-	if (__atomic_load_n(&guard_madvise, __ATOMIC_RELAXED)) {
+	/* Either kind, whichever were made: markers stay in use once the
+	 * kernel refuses a new one (a locked mapping, say), and a
+	 * marker's page is read-write as far as mprotect knows. */
+	if (__atomic_load_n(&guard_marked, __ATOMIC_RELAXED)) {
 		COUNT(madvise);
-		if (madvise(p, len, MADV_GUARD_REMOVE) == 0) {
-			errno = saved;
-			return 0;
-		}
+		if (madvise(p, len, MADV_GUARD_REMOVE) != 0)
+			rc = -1;
 	}
+	if (__atomic_load_n(&guard_protected, __ATOMIC_RELAXED) &&
+	    om_os_protect(p, len, 1) != 0)
+		rc = -1;
 	errno = saved;
-	return om_os_protect(p, len, 1);
+	return rc;
 }
 
 /* Make [p, p+len) read-only for good: mprotect, then mseal(2) where the
