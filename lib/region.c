@@ -365,6 +365,60 @@ rekey(struct dir_info *d, struct region_info *r, uintptr_t page)
 }
 
 /*
+ * A guarded region of oldlen bytes at page, from 64 KiB, shrunk to newlen
+ * in place: a guard where its data now ends, and the pages behind that,
+ * up to and with the old guard, cached as a guarded run (unmapped when
+ * the old guard is all there is).  0, or -1 if the kernel refused the new
+ * guard (nothing done).
+ */
+static int
+shrink_guarded(struct dir_info *d, char *page, size_t oldlen, size_t newlen)
+{
+	size_t guard = mopts.guard, tail = oldlen - newlen;
+
+	if (om_os_guard(page + newlen, guard) != 0)
+		return -1;
+	if (tail > guard)
+		om_cache_put(d, page + newlen + guard, tail >> OM_PAGE_SHIFT, 1);
+	else {
+		om_os_unmap(page + newlen + guard, tail);
+		d->mapped -= tail;
+	}
+	return 0;
+}
+
+/*
+ * A guarded region of oldlen bytes at page, from 64 KiB, grown to newlen
+ * by the kernel, as unguarded ones are: in place over free addresses
+ * behind it, else moved (page tables, not bytes; the old range is then
+ * unmapped, so a stale pointer to it faults).  The guard must be a marker
+ * in the region's mapping (om_os_guard), which comes along; a guard page
+ * mapped on its own makes the kernel refuse.  Then a guard goes where the
+ * data now ends and the old one comes off.  Where it is, or NULL (nothing
+ * done).  Once the block has moved its old address is gone, so a guard
+ * the kernel refuses then is fatal, as a refused guard is in OpenBSD.
+ */
+static char *
+grow_guarded(struct dir_info *d, char *page, size_t oldlen, size_t newlen)
+{
+	size_t guard = mopts.guard;
+	char *q;
+
+	q = om_os_remap(page, oldlen + guard, newlen + guard, NULL);
+	if (q == NULL)
+		return NULL;
+	if (om_os_guard(q + newlen, guard) != 0 ||
+	    om_os_unguard(q + oldlen, guard) != 0) {
+		if (q != page)
+			om_fatal(d, "guard page failed", q);
+		om_os_unmap(page + oldlen + guard, newlen - oldlen);
+		return NULL;
+	}
+	d->mapped += newlen - oldlen;
+	return q;
+}
+
+/*
  * Resize a region without copying it when possible: the same pages, fewer
  * pages (the tail goes to the cache), or more pages: the front of a
  * cached run that starts right behind it, or else, from 64 KiB, pages
@@ -381,6 +435,10 @@ rekey(struct dir_info *d, struct region_info *r, uintptr_t page)
  * of a length nobody asked for in the cache, where the freed block's own
  * length is asked for again (phong-like programs, which realloc blocks up
  * and down, otherwise see a class emptied and another overflowing).
+ * With guard pages (G) a region from 64 KiB shrinks in place and grows
+ * by the kernel (shrink_guarded, grow_guarded), never into cached pages,
+ * since its guard lies between; a smaller one moves by copying, as
+ * OpenBSD moves every guarded region that grows.
  */
 void *
 om_region_realloc(struct dir_info *d, struct region_info *r, void *p,
@@ -403,20 +461,27 @@ om_region_realloc(struct dir_info *d, struct region_info *r, void *p,
 		check_canary(d, r);
 
 	if (newlen < oldlen) {
-		if (mopts.guard || oldlen < REALLOC_INPLACE_MIN)
+		if (oldlen < REALLOC_INPLACE_MIN)
 			return NULL;
 		d->cheap_realloc_tries++;
-		om_cache_put(d, page + newlen,
-		    (oldlen - newlen) >> OM_PAGE_SHIFT, 0);
+		if (!mopts.guard)
+			om_cache_put(d, page + newlen,
+			    (oldlen - newlen) >> OM_PAGE_SHIFT, 0);
+		else if (shrink_guarded(d, page, oldlen, newlen) != 0)
+			return NULL;
 		d->inuse -= oldlen - newlen;
 		d->cheap_reallocs++;
 	} else if (newlen > oldlen) {
-		if (mopts.guard)
+		if (mopts.guard && oldlen < REALLOC_INPLACE_MIN)
 			return NULL;
 		d->cheap_realloc_tries++;
-		/* Into the cached pages behind it; from 64 KiB, else onto the
-		 * front of a cached run, else by the kernel. */
-		if (om_cache_take_at(d, (uintptr_t)page + oldlen,
+		/* Guarded, by the kernel; else into the cached pages behind
+		 * it; from 64 KiB, else onto the front of a cached run, else
+		 * by the kernel. */
+		if (mopts.guard) {
+			if ((q = grow_guarded(d, page, oldlen, newlen)) == NULL)
+				return NULL;
+		} else if (om_cache_take_at(d, (uintptr_t)page + oldlen,
 		    (newlen - oldlen) >> OM_PAGE_SHIFT))
 			q = page;
 		else if (oldlen < REALLOC_INPLACE_MIN)

@@ -2,13 +2,16 @@
  * test_region.c - region.c: the hash table (insert, find, backward-shift
  * delete, growth), page regions, shifted medium regions, alignment.
  */
+#define _GNU_SOURCE	/* mlock2 */
 #include "unit.h"
 
 #include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 /* Distinct, non-zero page addresses in a scrambled order. */
 static uintptr_t
@@ -415,8 +418,10 @@ START_TEST(realloc_in_place)
 
 	ck_assert_ptr_nonnull(r);
 	memset(p, 0x33, 17 * OM_PAGE_SIZE);
+	if (mopts.guard)
+		return;		/* realloc_guarded */
 	q = om_region_realloc(d, r, p, 17 * OM_PAGE_SIZE);
-	if (mopts.guard || mopts.opt.realloc_move) {
+	if (mopts.opt.realloc_move) {
 		ck_assert_ptr_null(q);
 		return;
 	}
@@ -489,6 +494,178 @@ START_TEST(realloc_in_place)
 	ck_assert_uint_eq(d->cheap_realloc_tries, 5);
 	ck_assert_uint_eq(d->cheap_reallocs, 4);
 	ck_assert_uint_eq(om_region_find(d, p)->size, 6 * OM_PAGE_SIZE);
+}
+END_TEST
+
+/* Whether the kernel makes guard pages as markers in a mapping
+ * (MADV_GUARD_INSTALL, Linux 6.13), which om_os_guard prefers. */
+static int
+guard_markers(void)
+{
+	void *p = mmap(NULL, OM_PAGE_SIZE, PROT_READ | PROT_WRITE,
+	    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	int ok;
+
+	ck_assert_ptr_ne(p, MAP_FAILED);
+	ok = madvise(p, OM_PAGE_SIZE, 102) == 0;
+	munmap(p, OM_PAGE_SIZE);
+	return ok;
+}
+
+/* 1 if [p, p + npages) is all unmapped, 0 if all mapped. */
+static int
+unmapped(const void *p, size_t npages)
+{
+	unsigned char vec;
+	size_t i, n = 0;
+
+	for (i = 0; i < npages; i++)
+		if (mincore((char *)p + i * OM_PAGE_SIZE, OM_PAGE_SIZE,
+		    &vec) != 0 && errno == ENOMEM)
+			n++;
+	ck_assert_msg(n == 0 || n == npages, "%zu of %zu pages unmapped", n,
+	    npages);
+	return n == npages;
+}
+
+static void
+do_write(void *arg)
+{
+	*(volatile char *)arg = 'x';
+}
+
+static void
+assert_guard(char *p)
+{
+	struct child c;
+
+	unit_run(do_write, p, &c);
+	ck_assert_msg(unit_signalled(&c, SIGSEGV),
+	    "no guard at %p: status 0x%x", (void *)p, c.status);
+}
+
+/*
+ * With G a region from 64 KiB grows through the kernel as unguarded ones
+ * do, its guard following its end, and shrinks in place, a guard put
+ * where it now ends.  A guard page mapped on its own (a kernel without
+ * markers) makes the kernel refuse, and the caller copies.
+ */
+START_TEST(realloc_guarded)
+{
+	struct dir_info *d = unit_pool();
+	size_t pg = OM_PAGE_SIZE, i;
+	char *p, *q;
+	unsigned char vec[18];
+
+	if (!mopts.guard)
+		return;
+	/* Under 64 KiB a guarded block moves by copying. */
+	p = om_region_alloc(d, 15 * pg, 0, 0, NULL);
+	ck_assert_ptr_nonnull(p);
+	ck_assert_ptr_null(om_region_realloc(d, om_region_find(d, p), p,
+	    20 * pg));
+	ck_assert_ptr_null(om_region_realloc(d, om_region_find(d, p), p,
+	    10 * pg));
+	ck_assert_uint_eq(d->cheap_realloc_tries, 0);
+	om_region_free(d, om_region_find(d, p), p, 0, 0);
+
+	p = om_region_alloc(d, 20 * pg, 0, 0, NULL);
+	ck_assert_ptr_nonnull(p);
+	p[0] = 1;
+	p[20 * pg - 1] = 2;
+	q = om_region_realloc(d, om_region_find(d, p), p, 40 * pg);
+	ck_assert_uint_eq(d->cheap_realloc_tries, 1);
+	if (!guard_markers()) {
+		ck_assert_ptr_null(q);
+		return;
+	}
+	ck_assert_ptr_nonnull(q);
+	ck_assert_uint_eq(d->cheap_reallocs, 1);
+	ck_assert_uint_eq(q[0], 1);
+	ck_assert_uint_eq(q[20 * pg - 1], 2);
+	/* Not copied: the pages between, never written, are still not
+	 * there (unless junk level 2 filled them as new memory). */
+	if (d->junk < 2) {
+		ck_assert_int_eq(mincore(q + pg, 18 * pg, vec), 0);
+		for (i = 0; i < 18; i++)
+			ck_assert_msg(!(vec[i] & 1), "page %zu resident",
+			    i + 1);
+	}
+	ck_assert_uint_eq((uint8_t)q[40 * pg - 1],
+	    d->junk >= 2 ? OM_JUNK_NEW : 0);
+	ck_assert_uint_eq(om_region_find(d, q)->size, 40 * pg);
+	ck_assert_uint_eq(d->inuse, 40 * pg);
+	ck_assert_uint_eq(d->guarded, mopts.guard);
+	if (q != p) {
+		ck_assert_ptr_null(om_region_find(d, p));
+		ck_assert(unmapped(p, 21));
+	}
+	/* The old guard is data now, and the guard is at the new end. */
+	q[20 * pg] = 3;
+	assert_guard(q + 40 * pg);
+
+	/* Shrunk in place: a guard at the new end; the pages behind it, to
+	 * the old guard, cached (or unmapped, with no cache). */
+	p = om_region_realloc(d, om_region_find(d, q), q, 30 * pg);
+	ck_assert_ptr_eq(p, q);
+	ck_assert_uint_eq(d->cheap_reallocs, 2);
+	ck_assert_uint_eq(om_region_find(d, q)->size, 30 * pg);
+	ck_assert_uint_eq(d->inuse, 30 * pg);
+	ck_assert_uint_eq(d->guarded, mopts.guard);
+	ck_assert_uint_eq(q[20 * pg], 3);
+	assert_guard(q + 30 * pg);
+	om_lock(d);	/* what the pool evicts goes when it is unlocked */
+	om_unlock(d);
+	ck_assert_int_eq(unmapped(q + 31 * pg, 10), d->cache_max == 0);
+	/* By one page: the old guard is all that is left behind, and
+	 * goes. */
+	p = om_region_realloc(d, om_region_find(d, q), q, 29 * pg - 100);
+	ck_assert_ptr_eq(p, q);
+	ck_assert_uint_eq(d->inuse, 29 * pg);
+	assert_guard(q + 29 * pg);
+	ck_assert(unmapped(q + 30 * pg, 1));
+	om_region_free(d, om_region_find(d, q), q, 0, 0);
+	ck_assert_uint_eq(d->inuse, 0);
+	ck_assert_uint_eq(d->guarded, 0);
+}
+END_TEST
+
+/*
+ * A guarded region locked after its guard was made, then grown: the
+ * kernel refuses markers in a locked mapping, so the new guard is made
+ * with mprotect, and the old one, a marker, must still come off.  With
+ * *arg, the write goes past the new end instead.
+ */
+static void
+do_grow_locked(void *arg)
+{
+	struct dir_info *d = unit_pool();
+	size_t pg = OM_PAGE_SIZE;
+	char *p = om_region_alloc(d, 20 * pg, 0, 0, NULL), *q;
+
+	if (p == NULL || mlock2(p, 21 * pg, MLOCK_ONFAULT) != 0)
+		_exit(3);
+	q = om_region_realloc(d, om_region_find(d, p), p, 40 * pg);
+	if (q == NULL)
+		_exit(4);
+	q[*(const int *)arg ? 40 * pg : 20 * pg] = 1;
+}
+
+START_TEST(realloc_guarded_locked)
+{
+	static const int past_end[] = { 0, 1 };
+	struct child c;
+
+	unit_init();
+	if (!mopts.guard || !guard_markers())
+		return;
+	unit_run(do_grow_locked, (void *)&past_end[0], &c);
+	if (WIFEXITED(c.status) && WEXITSTATUS(c.status) == 3)
+		return;		/* no mlock2 here (RLIMIT_MEMLOCK) */
+	ck_assert_exited_ok(&c);
+	unit_run(do_grow_locked, (void *)&past_end[1], &c);
+	ck_assert_msg(unit_signalled(&c, SIGSEGV),
+	    "no guard past the end: status 0x%x", c.status);
 }
 END_TEST
 
@@ -711,6 +888,8 @@ main(void)
 	tcase_add_test(t, zeroed_on_reuse);
 	tcase_add_test(t, accounting);
 	tcase_add_test(t, realloc_in_place);
+	tcase_add_test(t, realloc_guarded);
+	tcase_add_test(t, realloc_guarded_locked);
 	tcase_add_test(t, regrowth_reuses_pages);
 	tcase_add_test(t, big_buffer_regrows_in_its_pages);
 	tcase_add_test(t, bogus_pointers);
