@@ -379,7 +379,8 @@ shrink_guarded(struct dir_info *d, char *page, size_t oldlen, size_t newlen)
 	if (om_os_guard(page + newlen, guard) != 0)
 		return -1;
 	if (tail > guard)
-		om_cache_put(d, page + newlen + guard, tail >> OM_PAGE_SHIFT, 1);
+		om_cache_put(d, page + newlen + guard, tail >> OM_PAGE_SHIFT,
+		    1);
 	else {
 		om_os_unmap(page + newlen + guard, tail);
 		d->mapped -= tail;
