@@ -11,20 +11,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-/* 1 if no page of [p, p + npages) is mapped any more. */
-static int
-unmapped(const void *p, size_t npages)
-{
-	unsigned char vec[256];
-	size_t i;
-
-	for (i = 0; i < npages; i++)
-		if (mincore((char *)p + i * OM_PAGE_SIZE, OM_PAGE_SIZE,
-		    vec) == 0 || errno != ENOMEM)
-			return 0;
-	return 1;
-}
-
 /*
  * Ranges evicted under a pool's lock are unmapped when the lock is
  * released; these tests work on a private pool without locking it, so
@@ -197,7 +183,7 @@ START_TEST(eviction_unmaps)
 		if (cached(d, blk[i]))
 			incache++;
 		else
-			ck_assert_msg(unmapped(blk[i], 10),
+			ck_assert_msg(unit_unmapped(blk[i], 10),
 			    "evicted block %u still mapped", i);
 	}
 	ck_assert_uint_eq(incache, d->cache_n[10]);
@@ -284,7 +270,7 @@ START_TEST(neighbours_leave_together)
 	    evicted, b.munmap - a.munmap);
 	for (i = 0; i < n; i++)
 		if (!cached(d, base + i * run * OM_PAGE_SIZE))
-			ck_assert(unmapped(base + i * run * OM_PAGE_SIZE,
+			ck_assert(unit_unmapped(base + i * run * OM_PAGE_SIZE,
 			    run));
 	om_cache_depot_trim();
 }
@@ -493,7 +479,8 @@ START_TEST(idle_runs_decay)
 
 		if (cached(d, p))
 			continue;
-		ck_assert_msg(unmapped(p, 3), "run %u gone, still mapped", i);
+		ck_assert_msg(unit_unmapped(p, 3), "run %u gone, still mapped",
+		    i);
 		gone++;
 	}
 	ck_assert_uint_eq(gone, 4);
@@ -644,9 +631,9 @@ START_TEST(too_big_unmapped_at_once)
 
 	om_cache_put(d, p, n, 0);
 	/* Given back once the lock is released, not before. */
-	ck_assert(!unmapped(p, n));
+	ck_assert(!unit_unmapped(p, n));
 	settle(d);
-	ck_assert(unmapped(p, n));
+	ck_assert(unit_unmapped(p, n));
 	ck_assert_uint_eq(d->cache_pages, before);
 	ck_assert(!cached(d, p));
 }
@@ -659,7 +646,7 @@ put_gone(struct dir_info *d, void *p, size_t npages)
 {
 	put_busy(d, p, npages);
 	settle(d);
-	ck_assert(unmapped(p, npages));
+	ck_assert(unit_unmapped(p, npages));
 }
 
 /*
@@ -709,7 +696,7 @@ START_TEST(long_runs_taken_once_asked_again)
 	/* A trim gives it back and forgets the length. */
 	om_cache_trim(d);
 	settle(d);
-	ck_assert(unmapped(q, n));
+	ck_assert(unit_unmapped(q, n));
 	put_gone(d, own_pages(d, n), n);
 }
 END_TEST
@@ -755,7 +742,7 @@ START_TEST(trim_returns_pages)
 	om_os_counts(&b);
 	ck_assert_uint_eq(d->cache_pages, 0);
 	ck_assert_uint_eq(d->cache_used, 0);
-	ck_assert(unmapped(p, 8));
+	ck_assert(unit_unmapped(p, 8));
 	/* Eight adjacent pages go back in one call, whatever their order. */
 	ck_assert_uint_eq(b.munmap - a.munmap, 1);
 	ck_assert_uint_eq(om_cache_trim(d), 0);

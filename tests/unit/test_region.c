@@ -13,6 +13,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#ifndef MADV_GUARD_INSTALL
+#define MADV_GUARD_INSTALL 102
+#endif
+
 /* Distinct, non-zero page addresses in a scrambled order. */
 static uintptr_t
 key_of(unsigned int i)
@@ -507,25 +511,9 @@ guard_markers(void)
 	int ok;
 
 	ck_assert_ptr_ne(p, MAP_FAILED);
-	ok = madvise(p, OM_PAGE_SIZE, 102) == 0;
+	ok = madvise(p, OM_PAGE_SIZE, MADV_GUARD_INSTALL) == 0;
 	munmap(p, OM_PAGE_SIZE);
 	return ok;
-}
-
-/* 1 if [p, p + npages) is all unmapped, 0 if all mapped. */
-static int
-unmapped(const void *p, size_t npages)
-{
-	unsigned char vec;
-	size_t i, n = 0;
-
-	for (i = 0; i < npages; i++)
-		if (mincore((char *)p + i * OM_PAGE_SIZE, OM_PAGE_SIZE,
-		    &vec) != 0 && errno == ENOMEM)
-			n++;
-	ck_assert_msg(n == 0 || n == npages, "%zu of %zu pages unmapped", n,
-	    npages);
-	return n == npages;
 }
 
 static void
@@ -598,7 +586,7 @@ START_TEST(realloc_guarded)
 	ck_assert_uint_eq(d->guarded, mopts.guard);
 	if (q != p) {
 		ck_assert_ptr_null(om_region_find(d, p));
-		ck_assert(unmapped(p, 21));
+		ck_assert(unit_unmapped(p, 21));
 	}
 	/* The old guard is data now, and the guard is at the new end. */
 	q[20 * pg] = 3;
@@ -616,14 +604,14 @@ START_TEST(realloc_guarded)
 	assert_guard(q + 30 * pg);
 	om_lock(d);	/* what the pool evicts goes when it is unlocked */
 	om_unlock(d);
-	ck_assert_int_eq(unmapped(q + 31 * pg, 10), d->cache_max == 0);
+	ck_assert_int_eq(unit_unmapped(q + 31 * pg, 10), d->cache_max == 0);
 	/* By one page: the old guard is all that is left behind, and
 	 * goes. */
 	p = om_region_realloc(d, om_region_find(d, q), q, 29 * pg - 100);
 	ck_assert_ptr_eq(p, q);
 	ck_assert_uint_eq(d->inuse, 29 * pg);
 	assert_guard(q + 29 * pg);
-	ck_assert(unmapped(q + 30 * pg, 1));
+	ck_assert(unit_unmapped(q + 30 * pg, 1));
 	om_region_free(d, om_region_find(d, q), q, 0, 0);
 	ck_assert_uint_eq(d->inuse, 0);
 	ck_assert_uint_eq(d->guarded, 0);

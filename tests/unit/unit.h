@@ -36,6 +36,9 @@ void unit_init(void);
 /* A private pool, outside mopts.pools, for tests that want a fresh heap. */
 struct dir_info *unit_pool(void);
 
+/* 1 if no page of [p, p + npages) is mapped (mincore says ENOMEM). */
+int unit_unmapped(const void *p, size_t npages);
+
 /* Run a whole suite; returns the exit status for main. */
 int unit_main(Suite *s);
 

@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -85,6 +86,19 @@ unit_pool(void)
 	if (d == NULL)
 		abort();
 	return d;
+}
+
+int
+unit_unmapped(const void *p, size_t npages)
+{
+	unsigned char vec;
+	size_t i;
+
+	for (i = 0; i < npages; i++)
+		if (mincore((char *)p + i * OM_PAGE_SIZE, OM_PAGE_SIZE,
+		    &vec) == 0 || errno != ENOMEM)
+			return 0;
+	return 1;
 }
 
 int
