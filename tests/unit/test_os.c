@@ -23,40 +23,6 @@ mapped(const void *p)
 	return mincore((void *)p, OM_PAGE_SIZE, &v) == 0;
 }
 
-static void
-do_write(void *arg)
-{
-	*(volatile char *)arg = 1;
-}
-
-static void
-do_read(void *arg)
-{
-	(void)*(volatile char *)arg;
-}
-
-static void
-expect_fault(void *p)
-{
-	struct child c;
-
-	unit_run(do_write, p, &c);
-	ck_assert_msg(unit_signalled(&c, SIGSEGV), "write: status 0x%x",
-	    c.status);
-	unit_run(do_read, p, &c);
-	ck_assert_msg(unit_signalled(&c, SIGSEGV), "read: status 0x%x",
-	    c.status);
-}
-
-static void
-expect_ok(void *p)
-{
-	struct child c;
-
-	unit_run(do_write, p, &c);
-	ck_assert_exited_ok(&c);
-}
-
 START_TEST(map_unmap)
 {
 	struct om_os_counts a, b;
@@ -128,8 +94,8 @@ START_TEST(protect)
 
 	ck_assert_ptr_nonnull(p);
 	ck_assert_int_eq(om_os_protect(p, OM_PAGE_SIZE, 0), 0);
-	expect_fault(p);
-	expect_ok(p + OM_PAGE_SIZE);
+	unit_expect_fault(p);
+	unit_expect_ok(p + OM_PAGE_SIZE);
 	ck_assert_int_eq(om_os_protect(p, OM_PAGE_SIZE, 1), 0);
 	p[0] = 1;
 	om_os_unmap(p, 2 * OM_PAGE_SIZE);
@@ -143,9 +109,9 @@ START_TEST(guard)
 	ck_assert_ptr_nonnull(p);
 	memset(p, 7, 3 * OM_PAGE_SIZE);
 	ck_assert_int_eq(om_os_guard(p + OM_PAGE_SIZE, OM_PAGE_SIZE), 0);
-	expect_fault(p + OM_PAGE_SIZE);
-	expect_ok(p);
-	expect_ok(p + 2 * OM_PAGE_SIZE);
+	unit_expect_fault(p + OM_PAGE_SIZE);
+	unit_expect_ok(p);
+	unit_expect_ok(p + 2 * OM_PAGE_SIZE);
 	ck_assert_int_eq(om_os_unguard(p + OM_PAGE_SIZE, OM_PAGE_SIZE), 0);
 	/* Usable again, and zero: the old contents are gone. */
 	ck_assert_int_eq(p[OM_PAGE_SIZE], 0);
@@ -175,7 +141,7 @@ START_TEST(readonly)
 	{
 		struct child c;
 
-		unit_run(do_write, p, &c);
+		unit_run(unit_write, p, &c);
 		ck_assert(unit_signalled(&c, SIGSEGV));
 	}
 	/* Sealed where the kernel can: it cannot be made writable. */

@@ -516,22 +516,6 @@ guard_markers(void)
 	return ok;
 }
 
-static void
-do_write(void *arg)
-{
-	*(volatile char *)arg = 'x';
-}
-
-static void
-assert_guard(char *p)
-{
-	struct child c;
-
-	unit_run(do_write, p, &c);
-	ck_assert_msg(unit_signalled(&c, SIGSEGV),
-	    "no guard at %p: status 0x%x", (void *)p, c.status);
-}
-
 /*
  * With G a region from 64 KiB grows through the kernel as unguarded ones
  * do, its guard following its end, and shrinks in place, a guard put
@@ -590,7 +574,7 @@ START_TEST(realloc_guarded)
 	}
 	/* The old guard is data now, and the guard is at the new end. */
 	q[20 * pg] = 3;
-	assert_guard(q + 40 * pg);
+	unit_expect_fault(q + 40 * pg);
 
 	/* Shrunk in place: a guard at the new end; the pages behind it, to
 	 * the old guard, cached (or unmapped, with no cache). */
@@ -601,7 +585,7 @@ START_TEST(realloc_guarded)
 	ck_assert_uint_eq(d->inuse, 30 * pg);
 	ck_assert_uint_eq(d->guarded, mopts.guard);
 	ck_assert_uint_eq(q[20 * pg], 3);
-	assert_guard(q + 30 * pg);
+	unit_expect_fault(q + 30 * pg);
 	om_lock(d);	/* what the pool evicts goes when it is unlocked */
 	om_unlock(d);
 	ck_assert_int_eq(unit_unmapped(q + 31 * pg, 10), d->cache_max == 0);
@@ -610,7 +594,7 @@ START_TEST(realloc_guarded)
 	p = om_region_realloc(d, om_region_find(d, q), q, 29 * pg - 100);
 	ck_assert_ptr_eq(p, q);
 	ck_assert_uint_eq(d->inuse, 29 * pg);
-	assert_guard(q + 29 * pg);
+	unit_expect_fault(q + 29 * pg);
 	ck_assert(unit_unmapped(q + 30 * pg, 1));
 	om_region_free(d, om_region_find(d, q), q, 0, 0);
 	ck_assert_uint_eq(d->inuse, 0);

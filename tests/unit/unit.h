@@ -39,6 +39,12 @@ struct dir_info *unit_pool(void);
 /* 1 if no page of [p, p + npages) is mapped (mincore says ENOMEM). */
 int unit_unmapped(const void *p, size_t npages);
 
+/* Write a byte at arg (for unit_run).  A write and a read at p fault
+ * (SIGSEGV), each in a child; a write at p does not. */
+void unit_write(void *arg);
+void unit_expect_fault(void *p);
+void unit_expect_ok(void *p);
+
 /* Run a whole suite; returns the exit status for main. */
 int unit_main(Suite *s);
 

@@ -101,6 +101,40 @@ unit_unmapped(const void *p, size_t npages)
 	return 1;
 }
 
+void
+unit_write(void *arg)
+{
+	*(volatile char *)arg = 1;
+}
+
+static void
+unit_read(void *arg)
+{
+	(void)*(volatile char *)arg;
+}
+
+void
+unit_expect_fault(void *p)
+{
+	struct child c;
+
+	unit_run(unit_write, p, &c);
+	ck_assert_msg(unit_signalled(&c, SIGSEGV), "write at %p: status 0x%x",
+	    p, c.status);
+	unit_run(unit_read, p, &c);
+	ck_assert_msg(unit_signalled(&c, SIGSEGV), "read at %p: status 0x%x",
+	    p, c.status);
+}
+
+void
+unit_expect_ok(void *p)
+{
+	struct child c;
+
+	unit_run(unit_write, p, &c);
+	ck_assert_exited_ok(&c);
+}
+
 int
 unit_main(Suite *s)
 {
