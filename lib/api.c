@@ -161,14 +161,12 @@ release_lock(struct dir_info *d)
 }
 
 /* Drop the lock, then give back the ranges evicted while it was held: to
- * the depot where it takes them, else to the kernel. */
+ * the depot where it takes them, else to the kernel, in one batch. */
 static OM_NOINLINE void
 unlock_and_unmap(struct dir_info *d)
 {
 	struct om_span s[OM_PENDING];
-	unsigned int i, n = d->npending;
-	uintptr_t start = 0;
-	size_t len = 0;
+	unsigned int i, n = d->npending, nu = 0;
 
 	memcpy(s, d->pending, n * sizeof(s[0]));
 	d->npending = 0;
@@ -182,24 +180,16 @@ unlock_and_unmap(struct dir_info *d)
 
 		if (s[i].offer.npages != 0 &&
 		    om_cache_depot_offer(&s[i].offer, &out)) {
-			if (out.npages != 0)
-				om_os_unmap((void *)out.p,
-				    (size_t)out.npages << OM_PAGE_SHIFT);
-			continue;
+			/* Taken; the run it made room for goes instead. */
+			if (out.npages == 0)
+				continue;
+			s[i].p = out.p;
+			s[i].len = (size_t)out.npages << OM_PAGE_SHIFT;
 		}
-		/* Turned away, or never offered: ranges that touch (a run
-		 * evicted with its neighbours) go back in one call. */
-		if (len != 0 && s[i].p == start + len) {
-			len += s[i].len;
-			continue;
-		}
-		if (len != 0)
-			om_os_unmap((void *)start, len);
-		start = s[i].p;
-		len = s[i].len;
+		/* Turned away, or never offered, or made room for. */
+		s[nu++] = s[i];
 	}
-	if (len != 0)
-		om_os_unmap((void *)start, len);
+	om_os_unmap_spans(s, nu);
 	om_self = (uint32_t)om_self;
 }
 

@@ -388,6 +388,8 @@ om_cache_depot_limit(void)
 size_t
 om_cache_depot_trim(void)
 {
+	struct om_span s[OM_UNMAP_SPANS];
+	unsigned int m = 0;
 	size_t pages;
 
 	depot_lock();
@@ -396,8 +398,14 @@ om_cache_depot_trim(void)
 		while (depot.bin[n] != DEPOT_NONE) {
 			struct om_cache_entry e = depot_pop(n);
 
-			om_os_unmap((void *)e.p, (size_t)n << OM_PAGE_SHIFT);
+			if (m == OM_UNMAP_SPANS) {
+				om_os_unmap_spans(s, m);
+				m = 0;
+			}
+			s[m].p = e.p;
+			s[m++].len = (size_t)n << OM_PAGE_SHIFT;
 		}
+	om_os_unmap_spans(s, m);
 	depot_reset();
 	depot_unlock();
 	return pages;
@@ -647,28 +655,29 @@ remove_entry(struct dir_info *d, unsigned int k, unsigned int i)
 		d->cache_classes &= ~((uint64_t)1 << k);
 }
 
+/* Leave a range for unlock() to give back (offer: to the depot first). */
 static void
-sort_spans(struct om_span *s, unsigned int n)
+pend(struct dir_info *d, uintptr_t p, size_t len,
+    const struct om_cache_entry *offer)
 {
-	unsigned int i, j;
+	struct om_span *q = &d->pending[d->npending++];
 
-	for (i = 1; i < n; i++) {
-		struct om_span t = s[i];
-
-		for (j = i; j > 0 && s[j - 1].p > t.p; j--)
-			s[j] = s[j - 1];
-		s[j] = t;
-	}
+	q->p = p;
+	q->len = len;
+	q->offer.npages = 0;
+	if (offer != NULL)
+		q->offer = *offer;
 }
 
-/* Unmap the spans, merging neighbours into one call; most are left for
- * unlock() to unmap once the pool lock is released. */
+/* Unmap the spans, merging neighbours into one call; they are left for
+ * unlock() to unmap once the pool lock is released, and those there is
+ * no room for go now, together. */
 static void
 unmap_spans(struct dir_info *d, struct om_span *s, unsigned int n)
 {
-	unsigned int i = 0;
+	unsigned int i = 0, now = 0;
 
-	sort_spans(s, n);
+	om_sort_spans(s, n);
 	while (i < n) {
 		uintptr_t start = s[i].p;
 		size_t len = s[i].len;
@@ -676,16 +685,14 @@ unmap_spans(struct dir_info *d, struct om_span *s, unsigned int n)
 		while (++i < n && s[i].p == start + len)
 			len += s[i].len;
 		d->mapped -= len;
-		if (d->npending < OM_PENDING) {
-			/* Unmapped by unlock(), outside the lock. */
-			struct om_span *q = &d->pending[d->npending++];
-
-			q->p = start;
-			q->len = len;
-			q->offer.npages = 0;
-		} else
-			om_os_unmap((void *)start, len);
+		if (d->npending < OM_PENDING)
+			pend(d, start, len, NULL);
+		else {
+			s[now].p = start;
+			s[now++].len = len;
+		}
 	}
+	om_os_unmap_spans(s, now);
 }
 
 /* Take slot i of class k out of the cache, checking its junk first. */
@@ -1232,7 +1239,7 @@ evict(struct dir_info *d, unsigned int k, unsigned int count, int idle)
 	}
 	if (m == 0)
 		return;
-	sort_spans(out, m);
+	om_sort_spans(out, m);
 	for (i = 0, g = 0; i < m; i++) {
 		struct om_cache_entry run = out[i].offer;
 		size_t len;
@@ -1254,12 +1261,8 @@ evict(struct dir_info *d, unsigned int k, unsigned int count, int idle)
 		if (!whole && !idle && !run.guarded &&
 		    run.npages <= DEPOT_RUN && d->npending < OM_PENDING) {
 			/* Offered to the depot by unlock(). */
-			struct om_span *q = &d->pending[d->npending++];
-
-			q->p = run.p;
-			q->len = len;
-			q->offer = run;
 			d->mapped -= len;
+			pend(d, run.p, len, &run);
 		} else {
 			batch[nb].p = run.p;
 			batch[nb].len = len;

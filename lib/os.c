@@ -1,5 +1,6 @@
 /*
- * os.c - the only caller of mmap, mremap, munmap, mprotect and madvise.
+ * os.c - the only caller of mmap, mremap, munmap, mprotect and madvise
+ * (and process_madvise, for several ranges at once).
  *
  * Every function here leaves errno as it found it: the allocator sets
  * ENOMEM itself when an allocation fails, and a successful malloc must not
@@ -13,6 +14,7 @@
 #include <linux/membarrier.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -21,7 +23,12 @@
 #define MADV_GUARD_REMOVE 103
 #endif
 
+#ifndef PIDFD_SELF
+#define PIDFD_SELF (-10001)	/* the calling process, to newer kernels */
+#endif
+
 static struct om_os_counts counts;
+static int release_batched = 1;	/* cleared once the kernel refuses it */
 static int guard_madvise = 1;	/* cleared once the kernel refuses it */
 static int guard_marked;	/* a marker was installed: some may remain */
 static int guard_protected;	/* a guard was made with mprotect */
@@ -360,6 +367,70 @@ om_os_unmap(void *p, size_t len)
 		keep(p, len);
 	}
 	errno = saved;
+}
+
+void
+om_sort_spans(struct om_span *s, unsigned int n)
+{
+	unsigned int i, j;
+
+	for (i = 1; i < n; i++) {
+		struct om_span t = s[i];
+
+		for (j = i; j > 0 && s[j - 1].p > t.p; j--)
+			s[j] = s[j - 1];
+		s[j] = t;
+	}
+}
+
+/*
+ * Unmap n ranges, those that touch as one.  A call that takes pages out
+ * of the mappings flushes the TLB, on every CPU the process runs on, and
+ * that flush is most of what a small munmap costs; in a virtual machine
+ * it is far more than the rest.  So for several ranges, one
+ * process_madvise(MADV_DONTNEED) first releases the pages of up to
+ * OM_UNMAP_SPANS of them, which a kernel that batches the flush over the
+ * whole call (6.18 does) flushes once; the munmaps after it find no page
+ * to flush.  They still unmap: the commit charge drops, and a stale
+ * pointer faults.  Where the kernel refuses the call (an older one, or a
+ * range mlock()ed), the ranges are unmapped alike.
+ */
+void
+om_os_unmap_spans(struct om_span *s, unsigned int n)
+{
+	struct iovec v[OM_UNMAP_SPANS];
+	unsigned int i, m;
+
+	om_sort_spans(s, n);
+	for (i = 1, m = 0; i < n; i++)
+		if (s[i].p == s[m].p + s[m].len)
+			s[m].len += s[i].len;
+		else
+			s[++m] = s[i];
+	if (n > 0)
+		n = m + 1;
+	for (; n > 0; s += m, n -= m) {
+		m = n < OM_UNMAP_SPANS ? n : OM_UNMAP_SPANS;
+		if (m > 1 && __atomic_load_n(&release_batched,
+		    __ATOMIC_RELAXED)) {
+			int saved = errno;
+
+			for (i = 0; i < m; i++) {
+				v[i].iov_base = (void *)s[i].p;
+				v[i].iov_len = s[i].len;
+			}
+			COUNT(madvise);
+			if (syscall(SYS_process_madvise, PIDFD_SELF, v,
+			    (size_t)m, MADV_DONTNEED, 0U) < 0 &&
+			    errno != EINTR && errno != EAGAIN &&
+			    errno != ENOMEM)
+				__atomic_store_n(&release_batched, 0,
+				    __ATOMIC_RELAXED);
+			errno = saved;
+		}
+		for (i = 0; i < m; i++)
+			om_os_unmap((void *)s[i].p, s[i].len);
+	}
 }
 
 /*

@@ -230,6 +230,73 @@ START_TEST(errno_untouched)
 }
 END_TEST
 
+/*
+ * Ranges given back together: sorted, those that touch joined, their
+ * pages released by one process_madvise per OM_UNMAP_SPANS ranges where
+ * the kernel does that, and each unmapped; the pages between stay.  Where
+ * the kernel refuses the call (here: the first range is locked), every
+ * range is unmapped alike, and no more such calls are made.
+ */
+static void
+spans_of(struct om_span *s, char *p, unsigned int n)
+{
+	unsigned int i;
+
+	/* Pages 0, 2, 4, ..., backwards, and page 1 last: 0-2 touch. */
+	for (i = 0; i < n; i++) {
+		s[i].p = (uintptr_t)(p + 2 * (n - 1 - i) * OM_PAGE_SIZE);
+		s[i].len = OM_PAGE_SIZE;
+	}
+	s[n].p = (uintptr_t)(p + OM_PAGE_SIZE);
+	s[n].len = OM_PAGE_SIZE;
+}
+
+START_TEST(unmap_spans_together)
+{
+	enum { N = OM_UNMAP_SPANS + 9 };	/* N - 1 ranges once joined */
+	struct om_span s[N + 1];
+	struct om_os_counts a, b;
+	int batch = unit_release_batch_works();
+	size_t len = 2 * N * OM_PAGE_SIZE;
+	unsigned int i;
+	char *p;
+
+	for (int locked = 0; locked <= 1; locked++) {
+		p = om_os_map(len, 0);
+		ck_assert_ptr_nonnull(p);
+		memset(p, 1, len);
+		if (locked && mlock(p, OM_PAGE_SIZE) != 0)
+			return;
+		spans_of(s, p, N);
+		errno = SENTINEL;
+		om_os_counts(&a);
+		om_os_unmap_spans(s, N + 1);
+		om_os_counts(&b);
+		ck_assert_int_eq(errno, SENTINEL);
+		ck_assert_uint_eq(b.munmap - a.munmap, N - 1);
+		if (locked || !batch)
+			ck_assert_uint_le(b.madvise - a.madvise, 1);
+		else
+			ck_assert_uint_eq(b.madvise - a.madvise, 2);
+		ck_assert(unit_unmapped(p, 3));
+		for (i = 3; i < 2 * N; i++)
+			ck_assert_msg(mapped(p + i * OM_PAGE_SIZE) ==
+			    (int)(i % 2), "page %u", i);
+		for (i = 3; i < 2 * N; i += 2)
+			om_os_unmap(p + i * OM_PAGE_SIZE, OM_PAGE_SIZE);
+	}
+	/* Refused once: ranges go by munmap alone from then on. */
+	p = om_os_map(len, 0);
+	ck_assert_ptr_nonnull(p);
+	spans_of(s, p, N);
+	om_os_counts(&a);
+	om_os_unmap_spans(s, N + 1);
+	om_os_counts(&b);
+	ck_assert_uint_eq(b.madvise, a.madvise);
+	ck_assert_uint_eq(b.munmap - a.munmap, N - 1);
+}
+END_TEST
+
 START_TEST(counters)
 {
 	struct om_os_counts a, b;
@@ -521,6 +588,7 @@ main(void)
 	tcase_add_test(t, conceal_dontdump);
 	tcase_add_test(t, errno_untouched);
 	tcase_add_test(t, counters);
+	tcase_add_test(t, unmap_spans_together);
 	tcase_add_test(t, ids_and_write);
 	tcase_add_test(t, munmap_refused_at_map_limit);
 	tcase_add_test(t, kept_runs_split_and_reused);
