@@ -369,6 +369,7 @@ om_os_unmap(void *p, size_t len)
 	errno = saved;
 }
 
+/* Ranges in address order (by insertion: batches are short). */
 void
 om_sort_spans(struct om_span *s, unsigned int n)
 {
