@@ -38,8 +38,6 @@ struct dir_info *unit_pool(void);
 
 /* 1 if no page of [p, p + npages) is mapped (mincore says ENOMEM). */
 int unit_unmapped(const void *p, size_t npages);
-/* 1 if one process_madvise(MADV_DONTNEED) takes pages of two ranges. */
-int unit_release_batch_works(void);
 
 /* Write a byte at arg (for unit_run).  A write and a read at p fault
  * (SIGSEGV), each in a child; a write at p does not. */

@@ -4,10 +4,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 #include <sys/mman.h>
-#include <sys/syscall.h>
-#include <sys/uio.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -102,26 +99,6 @@ unit_unmapped(const void *p, size_t npages)
 		    &vec) == 0 || errno != ENOMEM)
 			return 0;
 	return 1;
-}
-
-int
-unit_release_batch_works(void)
-{
-	char *p = mmap(NULL, 3 * OM_PAGE_SIZE, PROT_READ | PROT_WRITE,
-	    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	struct iovec v[2];
-	long rc;
-
-	if (p == MAP_FAILED)
-		abort();
-	memset(p, 1, 3 * OM_PAGE_SIZE);
-	v[0].iov_base = p;
-	v[1].iov_base = p + 2 * OM_PAGE_SIZE;
-	v[0].iov_len = v[1].iov_len = OM_PAGE_SIZE;
-	rc = syscall(SYS_process_madvise, -10001, v, (size_t)2, MADV_DONTNEED,
-	    0U);
-	munmap(p, 3 * OM_PAGE_SIZE);
-	return rc == 2 * OM_PAGE_SIZE;
 }
 
 void
