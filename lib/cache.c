@@ -675,22 +675,15 @@ pend(struct dir_info *d, uintptr_t p, size_t len,
 static void
 unmap_spans(struct dir_info *d, struct om_span *s, unsigned int n)
 {
-	unsigned int i = 0, now = 0;
+	unsigned int i, now = 0;
 
-	om_sort_spans(s, n);
-	while (i < n) {
-		uintptr_t start = s[i].p;
-		size_t len = s[i].len;
-
-		while (++i < n && s[i].p == start + len)
-			len += s[i].len;
-		d->mapped -= len;
+	n = om_join_spans(s, n);
+	for (i = 0; i < n; i++) {
+		d->mapped -= s[i].len;
 		if (d->npending < OM_PENDING)
-			pend(d, start, len, NULL);
-		else {
-			s[now].p = start;
-			s[now++].len = len;
-		}
+			pend(d, s[i].p, s[i].len, NULL);
+		else
+			s[now++] = s[i];
 	}
 	om_os_unmap_spans(s, now);
 }

@@ -778,6 +778,7 @@ void om_os_unmap(void *p, size_t len);
 #define OM_UNMAP_SPANS	OM_PENDING	/* ranges released in one call */
 void om_os_unmap_spans(struct om_span *s, unsigned int n);
 void om_sort_spans(struct om_span *s, unsigned int n);
+unsigned int om_join_spans(struct om_span *s, unsigned int n);
 int om_os_protect(void *p, size_t len, int access);
 int om_os_guard(void *p, size_t len);
 int om_os_unguard(void *p, size_t len);

@@ -396,21 +396,30 @@ om_sort_spans(struct om_span *s, unsigned int n)
  * pointer faults.  Where the kernel refuses the call (an older one, or a
  * range mlock()ed), the ranges are unmapped alike.
  */
-void
-om_os_unmap_spans(struct om_span *s, unsigned int n)
+/* Ranges in address order, those that touch joined; returns how many. */
+unsigned int
+om_join_spans(struct om_span *s, unsigned int n)
 {
-	struct iovec v[OM_UNMAP_SPANS];
 	unsigned int i, m;
 
+	if (n == 0)
+		return 0;
 	om_sort_spans(s, n);
 	for (i = 1, m = 0; i < n; i++)
 		if (s[i].p == s[m].p + s[m].len)
 			s[m].len += s[i].len;
 		else
 			s[++m] = s[i];
-	if (n > 0)
-		n = m + 1;
-	for (; n > 0; s += m, n -= m) {
+	return m + 1;
+}
+
+void
+om_os_unmap_spans(struct om_span *s, unsigned int n)
+{
+	struct iovec v[OM_UNMAP_SPANS];
+	unsigned int i, m;
+
+	for (n = om_join_spans(s, n); n > 0; s += m, n -= m) {
 		m = n < OM_UNMAP_SPANS ? n : OM_UNMAP_SPANS;
 		if (m > 1 && __atomic_load_n(&release_batched,
 		    __ATOMIC_RELAXED)) {
