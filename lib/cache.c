@@ -6,7 +6,9 @@
  * in classes by run length (om_cache_init has the sizes), so that a
  * malloc/free loop of a block that fits makes no system call.  A run is
  * taken by exact length, at random from its class, so reuse order is not
- * predictable; a class out of room evicts a quarter of its share, random
+ * predictable; a run longer than the depot keeps may also be cut from
+ * the front of a longer one, and one freed next to such runs is joined
+ * to them.  A class out of room evicts a quarter of its share, random
  * runs with the runs that touch them, joined.  A miss takes fresh pages
  * from a reserve mapped ahead (a run of up to 8 pages: a batch of them),
  * which keeps chunk pages and a growing heap from costing one mmap each.
@@ -37,6 +39,9 @@
 #define RESERVE_MIN 64		/* pages of a pool's first reserve */
 #define RESERVE_MAX 256		/* and of any later one (1 MiB) */
 #define TAKE_AT_RUNS 256	/* cached runs searched to grow in place */
+#define SPLIT_MIN DEPOT_RUN	/* longer runs are split and merged */
+
+_Static_assert(SPLIT_MIN >= OM_CACHE_SMALL, "split runs are class 0's");
 /* The level-1 junk words of a page: om_junk_step of a page's words. */
 #define PAGE_STEP (OM_PAGE_SIZE / sizeof(uint64_t) / 4)
 
@@ -534,15 +539,16 @@ big_share(const struct dir_info *d)
 
 /*
  * Runs longer than OM_CACHE_BIG (2 MiB) are unmapped as they are freed,
- * and their lengths remembered.  A miss for a run of one of those lengths
- * shows a program that frees a big buffer and asks for one as big again
- * (a loop over files, images, requests), where each round would pay an
- * mmap, a munmap and a page fault for every page it touches.  Class 0
- * then takes runs up to that length, and may hold at least one of them:
- * up to OM_CACHE_LONG_SCALE times its pages (32 MiB at the default
- * scale, as far as glibc raises its mmap threshold for blocks freed and
- * asked for again).  A buffer freed once is still unmapped at once, and
- * a trim starts over.
+ * and their lengths remembered.  A miss for a run no longer than one of
+ * those shows a program that frees big buffers and asks for big ones
+ * again (a loop over files, images, requests), where each round would
+ * pay an mmap, a munmap and a page fault for every page it touches.
+ * Class 0 then takes runs up to the longest such length, and may hold
+ * OM_CACHE_LONG_SCALE times its pages (32 MiB at the default scale, as
+ * far as glibc raises its mmap threshold for blocks freed and asked for
+ * again), so that a buffer of one length can be cut from the pages of
+ * one freed at another (om_cache_get).  A buffer freed once is still
+ * unmapped at once, and a trim starts over.
  */
 static size_t
 long_limit(const struct dir_info *d)
@@ -571,16 +577,20 @@ long_gone(struct dir_info *d, size_t npages)
 static void
 long_again(struct dir_info *d, size_t npages)
 {
-	unsigned int i;
+	unsigned int i, most = OM_CACHE_GONE;
 
 	for (i = 0; i < OM_CACHE_GONE; i++)
-		if (d->cache_gone[i] == npages) {
-			d->cache_gone[i] = 0;
-			d->cache_long = npages;
-			if (d->cache_big_max < npages)
-				d->cache_big_max = npages;
-			return;
-		}
+		if (d->cache_gone[i] >= npages && (most == OM_CACHE_GONE ||
+		    d->cache_gone[i] > d->cache_gone[most]))
+			most = i;
+	if (most == OM_CACHE_GONE)
+		return;
+	npages = d->cache_gone[most];
+	d->cache_gone[most] = 0;
+	if (d->cache_long < npages)
+		d->cache_long = npages;
+	if (d->cache_big_max < long_limit(d))
+		d->cache_big_max = long_limit(d);
 }
 
 /*
@@ -962,9 +972,10 @@ take_front(struct dir_info *d, unsigned int k, unsigned int i,
  * grows (om_cache_take_at): a buffer built up again and again reuses the
  * pages it had, instead of touching fresh ones and leaving a run of every
  * length it passed through.  Runs of class 0 are longer than any other
- * class's; among them one long enough is taken.  Other requests never
- * split a run: in a program of blocks of many lengths (phong) that would
- * cut up the runs the next requests ask for.
+ * class's; among them one long enough is taken.  Other requests split a
+ * run only when longer than the depot keeps (om_cache_get): in a program
+ * of blocks of many shorter lengths (phong) that would cut up the runs
+ * the next requests ask for.
  */
 static int
 find_longer(struct dir_info *d, unsigned int k, size_t npages, int longest,
@@ -1014,11 +1025,19 @@ take_longer(struct dir_info *d, unsigned int k, size_t npages, int longest,
  * for pages that come from the cache).  *zeroed tells whether they are
  * known to be zero.  NULL when the kernel has no memory.  A run of the
  * exact length is taken at random from its class, so that the order of
- * reuse cannot be predicted; runs are not split (but see take_longer).
- * The runs the program used before go first, as long as there are at
- * least WARM_MIN of them to choose from: the fresh runs a batch mapped
- * ahead are then not touched one by one, each becoming resident, for a
- * loop that needs a few pages.
+ * reuse cannot be predicted.  The runs the program used before go first,
+ * as long as there are at least WARM_MIN of them to choose from: the
+ * fresh runs a batch mapped ahead are then not touched one by one, each
+ * becoming resident, for a loop that needs a few pages.  A run longer
+ * than SPLIT_MIN with none of its length cached takes the front of a
+ * used run of class 0, among those long enough at random (take_longer),
+ * the rest staying cached: buffers of many lengths (bigbuf) then reuse
+ * resident pages where each would fault every page in (OpenBSD split a
+ * longer cached region too, before it kept its cache by size).  Shorter
+ * runs are not split: they have classes of their own and the depot, and
+ * blocks kept from the fronts of runs scatter a heap that would
+ * otherwise go back to the kernel in a few long stretches (trim's mixed
+ * loop: 20 munmap calls become 125 when runs from 9 pages are split).
  */
 void *
 om_cache_get(struct dir_info *d, size_t npages, int guarded, int *zeroed)
@@ -1032,16 +1051,19 @@ om_cache_get(struct dir_info *d, size_t npages, int guarded, int *zeroed)
 		long_again(d, npages);
 		return map_fresh(d, npages, guarded, zeroed);
 	}
-	if (d->cache_n[k] == 0)
-		return map_fresh(d, npages, guarded, zeroed);
-	/* Used runs, when there are enough to choose from at random; else,
-	 * or if none of them fits (guarded or not), any run. */
-	w = d->cache_warm[k];
-	if (w >= WARM_MIN && (p = take_fitting(d, (unsigned int)k, w, npages,
-	    guarded, 0, zeroed)) != NULL)
-		return p;
-	if ((p = take_fitting(d, (unsigned int)k, d->cache_n[k], npages,
-	    guarded, 0, zeroed)) != NULL)
+	if (d->cache_n[k] != 0) {
+		/* Used runs, when there are enough to choose from at random;
+		 * else, or if none of them fits (guarded or not), any run. */
+		w = d->cache_warm[k];
+		if (w >= WARM_MIN && (p = take_fitting(d, (unsigned int)k, w,
+		    npages, guarded, 0, zeroed)) != NULL)
+			return p;
+		if ((p = take_fitting(d, (unsigned int)k, d->cache_n[k],
+		    npages, guarded, 0, zeroed)) != NULL)
+			return p;
+	}
+	if (!guarded && npages > SPLIT_MIN &&
+	    (p = take_longer(d, (unsigned int)k, npages, 0, zeroed)) != NULL)
 		return p;
 	return map_fresh(d, npages, guarded, zeroed);
 }
@@ -1341,6 +1363,42 @@ decay(struct dir_info *d)
 }
 
 /*
+ * A run longer than SPLIT_MIN coming into the cache takes in the cached
+ * runs that long that touch it, on either side, as long as the whole is
+ * no longer than class 0 takes: the front of a split run (see
+ * om_cache_get), freed, makes the run whole again.  A run taken in has
+ * its junk checked as it leaves its slot.
+ */
+static void
+merge_neighbours(struct dir_info *d, struct om_cache_entry *add)
+{
+	unsigned int j;
+
+	for (j = 0; j < d->cache_warm[0]; j++) {
+		const struct om_cache_entry *e = slot(d, 0, j);
+		uintptr_t end = add->p + ((uintptr_t)add->npages <<
+		    OM_PAGE_SHIFT);
+		struct om_cache_entry n;
+
+		if (e->npages <= SPLIT_MIN || e->guarded ||
+		    e->noaccess != add->noaccess ||
+		    (e->p != end && e->p + ((uintptr_t)e->npages <<
+		    OM_PAGE_SHIFT) != add->p) ||
+		    add->npages + e->npages > d->cache_long ||
+		    add->npages + e->npages > d->cache_big_max)
+			continue;
+		n = take_out(d, 0, j);
+		if (n.p < add->p) {
+			add->p = n.p;
+			add->junked = n.junked;
+		}
+		add->npages += n.npages;
+		/* The slots moved: look again, for the other side. */
+		j = (unsigned int)-1;
+	}
+}
+
+/*
  * Take pages back: junk them, cache them, or unmap what does not fit.
  * A pool whose runs come back only from threads of other pools
  * (IDLE_PUTS of them, and since then no run taken and none given back by
@@ -1368,8 +1426,6 @@ om_cache_put(struct dir_info *d, void *p, size_t npages, int guarded)
 		unmap_spans(d, &s, 1);
 		return;
 	}
-	make_room(d, (unsigned int)k, npages);
-
 	if (d->junk && datalen > 0) {
 		om_junk_free(mopts.junk_validate_full ? 2 : d->junk, p,
 		    datalen);
@@ -1385,6 +1441,9 @@ om_cache_put(struct dir_info *d, void *p, size_t npages, int guarded)
 		.guarded = (uint8_t)(guarded != 0), .junked = junked,
 		.noaccess = noaccess };
 
+	if (!guarded && npages > SPLIT_MIN)
+		merge_neighbours(d, &add);
+	make_room(d, (unsigned int)k, add.npages);
 	add_entry(d, (unsigned int)k, &add);
 	if (OM_UNLIKELY(++d->cache_puts == OM_CACHE_DECAY_PUTS))
 		decay(d);

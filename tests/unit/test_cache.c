@@ -49,10 +49,13 @@ quarter_of(const struct dir_info *d, unsigned int k)
 	return d->cache_cap[k] >= 4 ? d->cache_cap[k] / 4u : 1u;
 }
 
+/* npages of the pool's own, and a page after them that is not: runs
+ * mapped one after the other never touch (runs over 64 pages that touch
+ * merge as they come into the cache). */
 static void *
 own_pages(struct dir_info *d, size_t npages)
 {
-	void *p = om_os_map(npages * OM_PAGE_SIZE, 0);
+	void *p = om_os_map((npages + 1) * OM_PAGE_SIZE, 0);
 
 	ck_assert_ptr_nonnull(p);
 	d->mapped += npages * OM_PAGE_SIZE;
@@ -701,6 +704,35 @@ START_TEST(long_runs_taken_once_asked_again)
 }
 END_TEST
 
+/*
+ * Nor need the length be the same: a request no longer than a long run
+ * freed before shows the program asking for long runs again, and class 0
+ * then takes runs up to the longest such length.
+ */
+START_TEST(long_runs_kept_once_shorter_asked)
+{
+	struct dir_info *d = unit_pool();
+	size_t n = 2 * OM_CACHE_BIG;
+	char *q;
+	int z = -1;
+
+	if (d->cache_max == 0)
+		return;
+	put_gone(d, own_pages(d, n), n);
+	q = om_cache_get(d, n - 100, 0, &z);
+	ck_assert_ptr_nonnull(q);
+	ck_assert_int_eq(z, 1);
+	put_busy(d, q, n - 100);
+	settle(d);
+	ck_assert(cached(d, q));
+	q = own_pages(d, n);
+	put_busy(d, q, n);
+	settle(d);
+	ck_assert(cached(d, q));
+	put_gone(d, own_pages(d, n + 1), n + 1);
+}
+END_TEST
+
 /* Nor is a run longer than the longest class 0 ever takes, however
  * often it comes back: it is unmapped each time. */
 START_TEST(longest_runs_never_kept)
@@ -772,6 +804,95 @@ START_TEST(exact_length_only)
 	ck_assert_int_eq(z, 0);
 	memset(r, 1, 8 * OM_PAGE_SIZE);
 	ck_assert_uint_eq(d->cache_n[8], 0);
+}
+END_TEST
+
+/*
+ * A miss for a run longer than the depot keeps (64 pages) takes the
+ * front of a longer used run, the rest left cached behind it, with no
+ * system call: blocks of many lengths over 256 KiB find the pages of
+ * those freed before.  A shorter miss does not (exact_length_only).
+ */
+START_TEST(long_miss_takes_front)
+{
+	struct dir_info *d = unit_pool();
+	struct om_os_counts a, b;
+	char *p, *q;
+	int z = -1;
+
+	if (d->cache_cap[0] == 0 || d->cache_big_max < 150)
+		return;
+	p = own_pages(d, 150);
+	memset(p, 1, 150 * OM_PAGE_SIZE);
+	put_busy(d, p, 150);
+	settle(d);
+	om_os_counts(&a);
+	q = om_cache_get(d, 80, 0, &z);
+	om_os_counts(&b);
+	ck_assert_ptr_eq(q, p);
+	ck_assert_int_eq(z, 0);
+	ck_assert_uint_eq(b.mmap, a.mmap);
+	ck_assert(!cached(d, p + 79 * OM_PAGE_SIZE));
+	ck_assert(cached(d, p + 80 * OM_PAGE_SIZE));
+	ck_assert_uint_eq(d->cache_n[0], 1);
+	ck_assert_uint_eq(d->cache_pages, 70);
+	/* Nothing long enough: new pages. */
+	q = om_cache_get(d, 71, 0, &z);
+	ck_assert(q < p || q >= p + 150 * OM_PAGE_SIZE);
+	ck_assert_uint_eq(d->cache_pages, 70);
+	/* Nor is a run of 64 pages cut from it. */
+	q = om_cache_get(d, 64, 0, &z);
+	ck_assert(q < p || q >= p + 150 * OM_PAGE_SIZE);
+	ck_assert_uint_eq(d->cache_pages, 70);
+}
+END_TEST
+
+/*
+ * A run longer than 64 pages that comes into the cache takes in the
+ * cached runs that long that touch it, on either side: the front of a
+ * split run, freed, makes the run whole again.  Shorter runs stay apart,
+ * and so does a run that would make one longer than class 0 takes.
+ */
+START_TEST(long_runs_merge)
+{
+	struct dir_info *d = unit_pool();
+	char *p, *q;
+	int z = -1;
+
+	if (d->cache_cap[0] < 4 || d->cache_big_max < d->cache_long + 1)
+		return;
+	p = own_pages(d, 210);
+	put_busy(d, p + 70 * OM_PAGE_SIZE, 70);
+	put_busy(d, p, 70);
+	put_busy(d, p + 140 * OM_PAGE_SIZE, 70);
+	ck_assert_uint_eq(d->cache_used, 1);
+	ck_assert_uint_eq(d->cache[d->cache_base[0]].p, (uintptr_t)p);
+	ck_assert_uint_eq(d->cache[d->cache_base[0]].npages, 210);
+	/* Split, and whole again when the front comes back. */
+	q = om_cache_get(d, 100, 0, &z);
+	ck_assert_ptr_eq(q, p);
+	ck_assert_uint_eq(d->cache_used, 1);
+	put_busy(d, q, 100);
+	ck_assert_uint_eq(d->cache_used, 1);
+	ck_assert_uint_eq(d->cache[d->cache_base[0]].npages, 210);
+	settle(d);
+	om_cache_trim(d);
+	settle(d);
+
+	/* Runs of 64 pages keep apart from long neighbours. */
+	q = own_pages(d, 64 + 70);
+	put_busy(d, q, 64);
+	put_busy(d, q + 64 * OM_PAGE_SIZE, 70);
+	ck_assert_uint_eq(d->cache_n[0], 2);
+	om_cache_trim(d);
+	settle(d);
+
+	/* No run longer than class 0 takes. */
+	q = own_pages(d, d->cache_long + 1);
+	put_busy(d, q, d->cache_long - 69);
+	put_busy(d, q + (d->cache_long - 69) * OM_PAGE_SIZE, 70);
+	ck_assert_uint_eq(d->cache_n[0], 2);
+	settle(d);
 }
 END_TEST
 
@@ -1269,6 +1390,9 @@ main(void)
 	tcase_add_test(t, too_big_unmapped_at_once);
 	tcase_add_test(t, depot_follows_need);
 	tcase_add_test(t, long_runs_taken_once_asked_again);
+	tcase_add_test(t, long_runs_kept_once_shorter_asked);
+	tcase_add_test(t, long_miss_takes_front);
+	tcase_add_test(t, long_runs_merge);
 	tcase_add_test(t, longest_runs_never_kept);
 	tcase_add_test(t, trim_returns_pages);
 	tcase_add_test(t, exact_length_only);
