@@ -544,10 +544,12 @@ big_share(const struct dir_info *d)
  * again (a loop over files, images, requests), where each round would
  * pay an mmap, a munmap and a page fault for every page it touches.
  * Class 0 then takes runs up to the longest such length, and may hold
- * OM_CACHE_LONG_SCALE times its pages (32 MiB at the default scale, as
- * far as glibc raises its mmap threshold for blocks freed and asked for
- * again), so that a buffer of one length can be cut from the pages of
- * one freed at another (om_cache_get).  A buffer freed once is still
+ * two of them, so that a buffer of one length can be cut from the pages
+ * of one freed at another (om_cache_get), up to OM_CACHE_LONG_SCALE
+ * times its pages (32 MiB at the default scale, as far as glibc raises
+ * its mmap threshold for blocks freed and asked for again).  Holding
+ * that much whatever the length cost bigbuf at 2-8 MiB a peak of 1.22
+ * times glibc's for 1.2 times the speed.  A buffer freed once is still
  * unmapped at once, and a trim starts over.
  */
 static size_t
@@ -589,8 +591,9 @@ long_again(struct dir_info *d, size_t npages)
 	d->cache_gone[most] = 0;
 	if (d->cache_long < npages)
 		d->cache_long = npages;
-	if (d->cache_big_max < long_limit(d))
-		d->cache_big_max = long_limit(d);
+	if (d->cache_big_max < 2 * npages)
+		d->cache_big_max = 2 * npages < long_limit(d) ? 2 * npages :
+		    long_limit(d);
 }
 
 /*
