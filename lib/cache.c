@@ -914,6 +914,14 @@ take_fitting(struct dir_info *d, unsigned int k, unsigned int n,
 	return NULL;
 }
 
+/* Whether run e ends at lo or starts at hi. */
+OM_INLINE int
+touches(const struct om_cache_entry *e, uintptr_t lo, uintptr_t hi)
+{
+	return e->p == hi || e->p + ((uintptr_t)e->npages << OM_PAGE_SHIFT) ==
+	    lo;
+}
+
 /* A cached run of any length that touches [lo, hi): its slot, and its
  * class in *kp; -1 if there is none. */
 static int
@@ -928,8 +936,7 @@ neighbour(struct dir_info *d, uintptr_t lo, uintptr_t hi, unsigned int *kp)
 		for (j = 0; j < d->cache_n[k]; j++) {
 			const struct om_cache_entry *e = slot(d, k, j);
 
-			if (e->p == hi || e->p +
-			    ((uintptr_t)e->npages << OM_PAGE_SHIFT) == lo) {
+			if (touches(e, lo, hi)) {
 				*kp = k;
 				return (int)j;
 			}
@@ -1379,14 +1386,11 @@ merge_neighbours(struct dir_info *d, struct om_cache_entry *add)
 
 	for (j = 0; j < d->cache_warm[0]; j++) {
 		const struct om_cache_entry *e = slot(d, 0, j);
-		uintptr_t end = add->p + ((uintptr_t)add->npages <<
-		    OM_PAGE_SHIFT);
 		struct om_cache_entry n;
 
 		if (e->npages <= SPLIT_MIN || e->guarded ||
-		    e->noaccess != add->noaccess ||
-		    (e->p != end && e->p + ((uintptr_t)e->npages <<
-		    OM_PAGE_SHIFT) != add->p) ||
+		    e->noaccess != add->noaccess || !touches(e, add->p,
+		    add->p + ((uintptr_t)add->npages << OM_PAGE_SHIFT)) ||
 		    add->npages + e->npages > d->cache_long ||
 		    add->npages + e->npages > d->cache_big_max)
 			continue;
