@@ -384,18 +384,6 @@ om_sort_spans(struct om_span *s, unsigned int n)
 	}
 }
 
-/*
- * Unmap n ranges, those that touch as one.  A call that takes pages out
- * of the mappings flushes the TLB, on every CPU the process runs on, and
- * that flush is most of what a small munmap costs; in a virtual machine
- * it is far more than the rest.  So for several ranges, one
- * process_madvise(MADV_DONTNEED) first releases the pages of up to
- * OM_UNMAP_SPANS of them, which a kernel that batches the flush over the
- * whole call (6.18 does) flushes once; the munmaps after it find no page
- * to flush.  They still unmap: the commit charge drops, and a stale
- * pointer faults.  Where the kernel refuses the call (an older one, or a
- * range mlock()ed), the ranges are unmapped alike.
- */
 /* Ranges in address order, those that touch joined; returns how many. */
 unsigned int
 om_join_spans(struct om_span *s, unsigned int n)
@@ -413,6 +401,18 @@ om_join_spans(struct om_span *s, unsigned int n)
 	return m + 1;
 }
 
+/*
+ * Unmap n ranges, those that touch as one.  A call that takes pages out
+ * of the mappings flushes the TLB, on every CPU the process runs on, and
+ * that flush is most of what a small munmap costs; in a virtual machine
+ * it is far more than the rest.  So for several ranges, one
+ * process_madvise(MADV_DONTNEED) first releases the pages of up to
+ * OM_UNMAP_SPANS of them, which a kernel that batches the flush over the
+ * whole call (6.18 does) flushes once; the munmaps after it find no page
+ * to flush.  They still unmap: the commit charge drops, and a stale
+ * pointer faults.  Where the kernel refuses the call (an older one, or a
+ * range mlock()ed), the ranges are unmapped alike.
+ */
 void
 om_os_unmap_spans(struct om_span *s, unsigned int n)
 {
