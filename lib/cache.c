@@ -6,10 +6,12 @@
  * in classes by run length (om_cache_init has the sizes), so that a
  * malloc/free loop of a block that fits makes no system call.  A run is
  * taken by exact length, at random from its class, so reuse order is not
- * predictable; a run longer than the depot keeps may also be cut from
- * the front of a longer one, and one freed next to such runs is joined
- * to them.  A class out of room evicts a quarter of its share, random
- * runs with the runs that touch them, joined.  A miss takes fresh pages
+ * predictable; a run of more than 3 pages may also be cut from the front
+ * of one of more than 8, and one of more than 8 freed next to cached
+ * runs is joined to them, so that blocks of many lengths reuse each
+ * other's pages.  A class out of room evicts a quarter of its share,
+ * random runs with the runs that touch them, joined; class 0 gives back
+ * its longest runs.  A miss takes fresh pages
  * from a reserve mapped ahead (a run of up to 8 pages: a batch of them),
  * which keeps chunk pages and a growing heap from costing one mmap each.
  * Evicted runs go to the depot, shared by all pools, or back to the
@@ -39,9 +41,9 @@
 #define RESERVE_MIN 64		/* pages of a pool's first reserve */
 #define RESERVE_MAX 256		/* and of any later one (1 MiB) */
 #define TAKE_AT_RUNS 256	/* cached runs searched to grow in place */
-#define SPLIT_MIN DEPOT_RUN	/* longer runs are split and merged */
-
-_Static_assert(SPLIT_MIN >= OM_CACHE_SMALL, "split runs are class 0's");
+#define MERGE_MIN 8		/* longer runs freed join their neighbours */
+#define CUT_MIN 3		/* longer requests take the front of those */
+#define MERGE_MAX (1u << 30)	/* pages of a joined run, at most */
 /* The level-1 junk words of a page: om_junk_step of a page's words. */
 #define PAGE_STEP (OM_PAGE_SIZE / sizeof(uint64_t) / 4)
 
@@ -530,11 +532,232 @@ slot(struct dir_info *d, unsigned int k, unsigned int i)
 	return &d->cache[d->cache_base[k] + i];
 }
 
+/*
+ * The class of a run already cached, split from one or joined from
+ * several (see merge_neighbours): its length up to OM_CACHE_SMALL, else
+ * class 0, however long.
+ */
+OM_INLINE unsigned int
+run_class(size_t npages)
+{
+	return npages <= OM_CACHE_SMALL ? (unsigned int)npages : 0;
+}
+
+/*
+ * The bounds index: the used runs in the cache by the page addresses
+ * where they start and end, so that a run coming in finds the cached
+ * runs that touch it with two probes (merge_neighbours) instead of a
+ * search of every run.  Open addressing with linear probing.  It is made
+ * when the first run longer than MERGE_MIN comes in (a program of short
+ * runs never pays for it), and then written when a run comes in and only
+ * then: an entry outlives its run, and a run moves between slots of its
+ * class as others leave, so a run an entry names is checked against the
+ * cache, and looked for in its class when it is no longer in the slot
+ * the entry gives.  A get, the common case, costs the index nothing, and
+ * so does a run a get took whole, freed straight back (a malloc/free
+ * loop): its entries are kept for it.
+ * When half full it is rebuilt from the cache, twice as big if the runs
+ * need it.  Fresh runs are not in it: they are never merged.  With no
+ * memory to grow it, runs are still found, by a search.
+ */
+#define BOUNDS_MIN 128		/* slots of the first index */
+
+OM_INLINE uintptr_t
+run_end(const struct om_cache_entry *e)
+{
+	return e->p + ((uintptr_t)e->npages << OM_PAGE_SHIFT);
+}
+
+OM_INLINE unsigned int
+bound_hash(const struct dir_info *d, uintptr_t at)
+{
+	return (unsigned int)((at * 0x9e3779b97f4a7c15ull) >> 40) &
+	    d->cache_bounds_mask;
+}
+
+/* The entry of address at, made if there is none (the index has room). */
+OM_INLINE struct om_cache_bound *
+bound_at(struct dir_info *d, uintptr_t at)
+{
+	struct om_cache_bound *b;
+	unsigned int h = bound_hash(d, at);
+
+	while ((b = &d->cache_bounds[h])->at != at) {
+		if (b->at == 0) {
+			memset(b, 0, sizeof(*b));
+			b->at = at;
+			d->cache_bounds_n++;
+			break;
+		}
+		h = (h + 1) & d->cache_bounds_mask;
+	}
+	return b;
+}
+
+/* Run e, in slot `slot`, into the index. */
+OM_INLINE void
+bound_note(struct dir_info *d, const struct om_cache_entry *e,
+    uint32_t slot)
+{
+	struct om_cache_bound *b = bound_at(d, e->p);
+
+	b->npages[1] = e->npages;
+	b->slot[1] = slot;
+	b = bound_at(d, run_end(e));
+	b->npages[0] = e->npages;
+	b->slot[0] = slot;
+}
+
+/*
+ * Room for two addresses more: the index rebuilt from the cache's used
+ * runs when half full, in a map twice as big when they would fill a
+ * quarter.  0, or -1 if it has no room and could not grow.
+ */
+static int
+bounds_room(struct dir_info *d)
+{
+	struct om_cache_bound *old = d->cache_bounds;
+	size_t n = old == NULL ? 0 : (size_t)d->cache_bounds_mask + 1;
+	size_t ends = 2 * ((size_t)d->cache_used + 1), newn = n, len;
+	unsigned int k, i;
+
+	if (2 * (d->cache_bounds_n + 2) <= n)
+		return 0;
+	if (newn < BOUNDS_MIN)
+		newn = BOUNDS_MIN;
+	while (4 * ends > newn)
+		newn *= 2;
+	if (newn == n) {
+		memset(old, 0, n * sizeof(*old));
+	} else {
+		len = OM_PAGEROUND(newn * sizeof(*old));
+		d->cache_bounds = om_os_map(len, d->conceal);
+		if (d->cache_bounds == NULL) {
+			d->cache_bounds = old;
+			d->cache_bounds_lost = 1;
+			return 2 * (d->cache_bounds_n + 2) <= n ? 0 : -1;
+		}
+		d->mapped += len;
+		d->cache_bounds_mask = (unsigned int)newn - 1;
+		if (old != NULL) {
+			len = OM_PAGEROUND(n * sizeof(*old));
+			om_os_unmap(old, len);
+			d->mapped -= len;
+		}
+	}
+	d->cache_bounds_n = 0;
+	d->cache_bounds_lost = 0;
+	for (k = 0; k < OM_CACHE_CLASSES; k++)
+		for (i = 0; i < d->cache_warm[k]; i++)
+			bound_note(d, slot(d, k, i), d->cache_base[k] + i);
+	if (d->cache_taken != 0) {
+		struct om_cache_entry e = { .p = d->cache_taken,
+			.npages = d->cache_taken_npages };
+
+		/* In no slot: found by a search of its class once back. */
+		bound_note(d, &e, UINT32_MAX);
+	}
+	return 0;
+}
+
+/* A used run comes into slot `slot`: into the index, if there is one. */
+static void
+bounds_add(struct dir_info *d, const struct om_cache_entry *e,
+    uint32_t slot)
+{
+	if (d->cache_bounds == NULL)
+		return;
+	if (bounds_room(d) != 0)
+		return;
+	bound_note(d, e, slot);
+}
+
+/*
+ * The used cached run that ends at b's address (side 0) or starts there
+ * (side 1): its slot, and its class in *kp; -1 if there is none (the
+ * entry's run, gone, is then forgotten).
+ */
+static int
+bound_run(struct dir_info *d, struct om_cache_bound *b, int side,
+    unsigned int *kp)
+{
+	uint32_t npages = b->npages[side];
+	uintptr_t start;
+	unsigned int k, i;
+
+	if (npages == 0)
+		return -1;
+	start = side ? b->at : b->at - ((uintptr_t)npages << OM_PAGE_SHIFT);
+	k = run_class(npages);
+	i = b->slot[side] - d->cache_base[k];
+	if (b->slot[side] < d->cache_base[k] || i >= d->cache_warm[k] ||
+	    slot(d, k, i)->p != start || slot(d, k, i)->npages != npages) {
+		/* Moved within its class, or gone. */
+		for (i = 0; i < d->cache_warm[k]; i++)
+			if (slot(d, k, i)->p == start &&
+			    slot(d, k, i)->npages == npages)
+				break;
+		if (i == d->cache_warm[k]) {
+			/* Gone.  The run a get took whole last may come back
+			 * as it was, without a word to the index (see
+			 * om_cache_put): its entries stay. */
+			if (start != d->cache_taken)
+				b->npages[side] = 0;
+			return -1;
+		}
+		b->slot[side] = d->cache_base[k] + i;
+	}
+	*kp = k;
+	return (int)i;
+}
+
+/* The same without an index (it could not be made or grow): a search. */
+static int
+search_run(struct dir_info *d, uintptr_t at, int side, unsigned int *kp)
+{
+	unsigned int k, i;
+
+	for (k = 0; k < OM_CACHE_CLASSES; k++)
+		for (i = 0; i < d->cache_warm[k]; i++) {
+			const struct om_cache_entry *e = slot(d, k, i);
+
+			if (side ? e->p == at : run_end(e) == at) {
+				*kp = k;
+				return (int)i;
+			}
+		}
+	return -1;
+}
+
+
 /* The pages class 0 may hold at first: 32 C. */
 static size_t
 big_share(const struct dir_info *d)
 {
 	return (size_t)d->cache_max * OM_CACHE_SMALL;
+}
+
+/*
+ * The pages class 0 may hold: its share, and what classes 1..32 leave
+ * unused of theirs, so that the cache as a whole still holds no more
+ * than the classes' shares add up to.  Runs freed next to each other
+ * join into long runs (merge_neighbours), which class 0 holds whatever
+ * the lengths they were freed at, and a heap freed in scattered order
+ * waits there until its pieces have joined, to go back in a few long
+ * stretches: trim's mixed loop makes 6 munmap calls so, 18 to 23 with
+ * class 0's own share.  A class 0 grown for long buffers (see
+ * long_again) borrows nothing: it holds two such buffers, and more would
+ * keep up to 40 MiB more of a program that uses no shorter runs.
+ */
+static size_t
+big_max(const struct dir_info *d)
+{
+	size_t small = d->cache_pages - d->cache_big_pages;
+
+	if (d->cache_big_max > big_share(d))
+		return d->cache_big_max;
+	return d->cache_big_max + (small < d->cache_small_max ?
+	    d->cache_small_max - small : 0);
 }
 
 /*
@@ -714,8 +937,8 @@ take_out(struct dir_info *d, unsigned int k, unsigned int i)
 }
 
 /* Add a run to its class (which has room): a used one at the end of the
- * used runs, the first fresh one moving to the end. */
-OM_INLINE void
+ * used runs, the first fresh one moving to the end.  The slot it took. */
+OM_INLINE uint32_t
 add_entry(struct dir_info *d, unsigned int k, const struct om_cache_entry *e)
 {
 	unsigned int n = d->cache_n[k]++;
@@ -732,19 +955,21 @@ add_entry(struct dir_info *d, unsigned int k, const struct om_cache_entry *e)
 	d->cache_pages += e->npages;
 	if (k == 0)
 		d->cache_big_pages += e->npages;
+	return d->cache_base[k] + n;
 }
 
 /*
  * How many runs of npages class k (their class) takes without evicting:
  * its free slots, and what the pages its classes may hold leave room for
- * (classes 1..32 share their shares' sum, class 0 has its own).
+ * (classes 1..32 share their shares' sum, class 0 has its own and what
+ * they leave: big_max).
  */
 static size_t
 room_for(const struct dir_info *d, unsigned int k, size_t npages)
 {
 	size_t held = k == 0 ? d->cache_big_pages :
 	    d->cache_pages - d->cache_big_pages;
-	size_t max = k == 0 ? d->cache_big_max : d->cache_small_max;
+	size_t max = k == 0 ? big_max(d) : d->cache_small_max;
 	size_t runs = (size_t)d->cache_room[k] - d->cache_n[k];
 
 	if (held >= max)
@@ -757,13 +982,16 @@ room_for(const struct dir_info *d, unsigned int k, size_t npages)
 static void
 keep_or_unmap(struct dir_info *d, const struct om_cache_entry *e)
 {
-	int k = class_of(d, e->npages);
+	unsigned int k = run_class(e->npages);
 	struct om_span s = { .p = e->p,
 		.len = (size_t)e->npages << OM_PAGE_SHIFT };
 
-	if (k >= 0 && room_for(d, (unsigned int)k, e->npages) > 0)
-		add_entry(d, (unsigned int)k, e);
-	else
+	if (room_for(d, k, e->npages) > 0) {
+		uint32_t at = add_entry(d, k, e);
+
+		if (!e->fresh)
+			bounds_add(d, e, at);
+	} else
 		unmap_spans(d, &s, 1);
 }
 
@@ -907,8 +1135,11 @@ take_fitting(struct dir_info *d, unsigned int k, unsigned int n,
 		if (e->npages != npages || e->guarded != guarded ||
 		    (e->p & mask) != 0)
 			continue;
-		if ((p = reuse(d, e, zeroed)) != NULL)
+		if ((p = reuse(d, e, zeroed)) != NULL) {
 			remove_entry(d, k, i);
+			d->cache_taken = (uintptr_t)p;
+			d->cache_taken_npages = (uint32_t)npages;
+		}
 		return p;
 	}
 	return NULL;
@@ -982,10 +1213,10 @@ take_front(struct dir_info *d, unsigned int k, unsigned int i,
  * grows (om_cache_take_at): a buffer built up again and again reuses the
  * pages it had, instead of touching fresh ones and leaving a run of every
  * length it passed through.  Runs of class 0 are longer than any other
- * class's; among them one long enough is taken.  Other requests split a
- * run only when longer than the depot keeps (om_cache_get): in a program
- * of blocks of many shorter lengths (phong) that would cut up the runs
- * the next requests ask for.
+ * class's; among them one long enough is taken.  Other requests cut only
+ * runs longer than MERGE_MIN (om_cache_get): in a program of blocks of
+ * many shorter lengths (phong) cutting those would only break up the
+ * runs the next requests ask for.
  */
 static int
 find_longer(struct dir_info *d, unsigned int k, size_t npages, int longest,
@@ -1039,15 +1270,15 @@ take_longer(struct dir_info *d, unsigned int k, size_t npages, int longest,
  * as long as there are at least WARM_MIN of them to choose from: the
  * fresh runs a batch mapped ahead are then not touched one by one, each
  * becoming resident, for a loop that needs a few pages.  A run longer
- * than SPLIT_MIN with none of its length cached takes the front of a
- * used run of class 0, among those long enough at random (take_longer),
- * the rest staying cached: buffers of many lengths (bigbuf) then reuse
- * resident pages where each would fault every page in (OpenBSD split a
- * longer cached region too, before it kept its cache by size).  Shorter
- * runs are not split: they have classes of their own and the depot, and
- * blocks kept from the fronts of runs scatter a heap that would
- * otherwise go back to the kernel in a few long stretches (trim's mixed
- * loop: 20 munmap calls become 125 when runs from 9 pages are split).
+ * than CUT_MIN with none of its length cached takes the front of a used
+ * run longer than MERGE_MIN, of the shortest class that has one long
+ * enough, at random within it (take_longer), the rest staying cached:
+ * buffers of many lengths (bigbuf) then reuse the resident pages of
+ * those freed before, where each would fault every page in, and the runs
+ * freed join again (merge_neighbours).  OpenBSD split a longer cached
+ * region too, before it kept its cache by size.  Runs of up to 3 pages,
+ * chunk pages among them, keep to their lengths: they have the depot and
+ * batches mapped ahead.
  */
 void *
 om_cache_get(struct dir_info *d, size_t npages, int guarded, int *zeroed)
@@ -1072,8 +1303,9 @@ om_cache_get(struct dir_info *d, size_t npages, int guarded, int *zeroed)
 		    npages, guarded, 0, zeroed)) != NULL)
 			return p;
 	}
-	if (!guarded && npages > SPLIT_MIN &&
-	    (p = take_longer(d, (unsigned int)k, npages, 0, zeroed)) != NULL)
+	if (!guarded && npages > CUT_MIN && (p = take_longer(d,
+	    k > MERGE_MIN ? (unsigned int)k : MERGE_MIN, npages, 0,
+	    zeroed)) != NULL)
 		return p;
 	return map_fresh(d, npages, guarded, zeroed);
 }
@@ -1306,11 +1538,42 @@ quarter(const struct dir_info *d, unsigned int k)
 }
 
 /*
+ * Unmap the longest run of class 0 if it is at least npages long: 1 if
+ * done.  Over its pages, class 0 gives back its longest runs first: a
+ * heap freed in scattered order joins there into runs that grow as their
+ * pieces come in, and those that have grown longest go back, in one call
+ * each, where random ones would go back before they had joined.
+ */
+static int
+drop_longest(struct dir_info *d, size_t npages)
+{
+	unsigned int j, longest = 0;
+	struct om_cache_entry e;
+
+	if (d->cache_n[0] == 0)
+		return 0;
+	for (j = 1; j < d->cache_n[0]; j++)
+		if (slot(d, 0, j)->npages > slot(d, 0, longest)->npages)
+			longest = j;
+	if (slot(d, 0, longest)->npages < npages)
+		return 0;
+	e = take_out(d, 0, longest);
+	struct om_span s = { .p = e.p,
+		.len = (size_t)e.npages << OM_PAGE_SHIFT };
+
+	unmap_spans(d, &s, 1);
+	return 1;
+}
+
+/*
  * Make room for a run of npages in class k: when the class is out of
- * slots (class 0: over its pages), evict a random quarter of its share;
- * when classes 1..32 would hold more pages than their shares add up to,
- * evict from the class furthest over its share, counting the run to come.
- * A class within its share is never evicted for another one.
+ * slots, evict a random quarter of its share; class 0 over its pages
+ * gives back its longest runs, as long as they are longer than the one
+ * to come (which the caller otherwise unmaps); when classes 1..32 would
+ * hold more pages than their shares add up to, evict from the class
+ * furthest over its share, counting the run to come, and from class 0
+ * what it took of their share.  A class within its share is never
+ * evicted for another one.
  */
 static void
 make_room(struct dir_info *d, unsigned int k, size_t npages)
@@ -1318,11 +1581,15 @@ make_room(struct dir_info *d, unsigned int k, size_t npages)
 	if (d->cache_n[k] == d->cache_room[k])
 		evict(d, k, quarter(d, k), 0);
 	if (k == 0) {
-		while (d->cache_n[0] > 0 &&
-		    d->cache_big_pages + npages > d->cache_big_max)
-			evict(d, 0, quarter(d, 0), 0);
+		while (d->cache_big_pages + npages > big_max(d) &&
+		    drop_longest(d, npages))
+			;
 		return;
 	}
+	while (d->cache_big_pages > d->cache_big_max &&
+	    d->cache_pages + npages > d->cache_small_max +
+	    d->cache_big_max && drop_longest(d, 0))
+		;
 	while (d->cache_pages - d->cache_big_pages + npages >
 	    d->cache_small_max) {
 		unsigned int v, victim = 0;
@@ -1372,37 +1639,65 @@ decay(struct dir_info *d)
 	}
 }
 
+/* Whether cached run e may join run add (not guarded, the same access). */
+static int
+joinable(const struct om_cache_entry *e, const struct om_cache_entry *add)
+{
+	return !e->guarded && e->noaccess == add->noaccess &&
+	    add->npages + e->npages <= MERGE_MAX;
+}
+
 /*
- * A run longer than SPLIT_MIN coming into the cache takes in the cached
- * runs that long that touch it, on either side, as long as the whole is
- * no longer than class 0 takes: the front of a split run (see
- * om_cache_get), freed, makes the run whole again.  A run taken in has
- * its junk checked as it leaves its slot.
+ * A run longer than MERGE_MIN coming into the cache takes in the used
+ * runs that touch it, on either side, of any length and class, unless
+ * guarded or in another state of access: runs cut for blocks (see
+ * om_cache_get), freed, make the run whole again, and a heap of blocks of
+ * many lengths, freed, becomes a few long runs that any length can be
+ * cut from.  The bounds index finds them (lo and hi: its entries for the
+ * joined run's ends, NULL without an index).  A run taken in has its
+ * junk checked as it leaves its slot.  Fresh runs are left alone: they
+ * are known to be zero.
  */
 static void
-merge_neighbours(struct dir_info *d, struct om_cache_entry *add)
+merge_neighbours(struct dir_info *d, struct om_cache_entry *add,
+    struct om_cache_bound **lop, struct om_cache_bound **hip)
 {
-	unsigned int j;
+	struct om_cache_bound *lo = NULL, *hi = NULL;
+	struct om_cache_entry n;
+	unsigned int k;
+	int i;
 
-	for (j = 0; j < d->cache_warm[0]; j++) {
-		const struct om_cache_entry *e = slot(d, 0, j);
-		struct om_cache_entry n;
-
-		if (e->npages <= SPLIT_MIN || e->guarded ||
-		    e->noaccess != add->noaccess || !touches(e, add->p,
-		    add->p + ((uintptr_t)add->npages << OM_PAGE_SHIFT)) ||
-		    add->npages + e->npages > d->cache_long ||
-		    add->npages + e->npages > d->cache_big_max)
-			continue;
-		n = take_out(d, 0, j);
+	if (bounds_room(d) == 0 && d->cache_bounds_lost == 0) {
+		lo = bound_at(d, add->p);
+		hi = bound_at(d, run_end(add));
+	}
+	for (;;) {
+		/* The run before it, else the run after it. */
+		i = lo == NULL ? search_run(d, add->p, 0, &k) :
+		    bound_run(d, lo, 0, &k);
+		if (i < 0 || !joinable(slot(d, k, (unsigned int)i), add))
+			i = lo == NULL ? search_run(d, run_end(add), 1, &k) :
+			    bound_run(d, hi, 1, &k);
+		if (i < 0 || !joinable(slot(d, k, (unsigned int)i), add))
+			break;
+		n = take_out(d, k, (unsigned int)i);
 		if (n.p < add->p) {
 			add->p = n.p;
 			add->junked = n.junked;
 		}
 		add->npages += n.npages;
-		/* The slots moved: look again, for the other side. */
-		j = (unsigned int)-1;
+		if (lo != NULL) {
+			/* Each merge may make an address; room for two. */
+			if (bounds_room(d) != 0 || d->cache_bounds_lost) {
+				lo = hi = NULL;
+				continue;
+			}
+			lo = bound_at(d, add->p);
+			hi = bound_at(d, run_end(add));
+		}
 	}
+	*lop = lo;
+	*hip = hi;
 }
 
 /*
@@ -1422,6 +1717,9 @@ om_cache_put(struct dir_info *d, void *p, size_t npages, int guarded)
 	int k = class_of(d, npages);
 	size_t datalen = (npages - (guarded ? 1 : 0)) << OM_PAGE_SHIFT;
 	uint8_t junked = 0, noaccess = 0;
+	struct om_cache_bound *lo = NULL, *hi = NULL;
+	uint32_t at;
+	int loop;
 
 	if (k < 0 || d->cache_room[k] == 0 || (k == 0 && npages >
 	    d->cache_big_max)) {
@@ -1448,10 +1746,33 @@ om_cache_put(struct dir_info *d, void *p, size_t npages, int guarded)
 		.guarded = (uint8_t)(guarded != 0), .junked = junked,
 		.noaccess = noaccess };
 
-	if (!guarded && npages > SPLIT_MIN)
-		merge_neighbours(d, &add);
+	/* The run a get took whole last, back again, is a malloc/free
+	 * loop: left as it is, saving the loop the index's probes. */
+	loop = (uintptr_t)p == d->cache_taken;
+	if (loop)
+		d->cache_taken = 0;
+	if (!guarded && !loop && npages > MERGE_MIN) {
+		merge_neighbours(d, &add, &lo, &hi);
+		k = (int)run_class(add.npages);
+	}
 	make_room(d, (unsigned int)k, add.npages);
-	add_entry(d, (unsigned int)k, &add);
+	if (d->cache_n[k] == d->cache_room[k] || (k == 0 &&
+	    d->cache_big_pages + add.npages > big_max(d))) {
+		/* Class 0 has nothing longer to give back for it, or the
+		 * class no slot at all (<). */
+		struct om_span s = { .p = add.p,
+			.len = (size_t)add.npages << OM_PAGE_SHIFT };
+
+		unmap_spans(d, &s, 1);
+		return;
+	}
+	at = add_entry(d, (unsigned int)k, &add);
+	if (lo != NULL) {
+		/* make_room evicted, but the index was not rebuilt. */
+		lo->npages[1] = hi->npages[0] = add.npages;
+		lo->slot[1] = hi->slot[0] = at;
+	} else if (!guarded && !loop)
+		bounds_add(d, &add, at);
 	if (OM_UNLIKELY(++d->cache_puts == OM_CACHE_DECAY_PUTS))
 		decay(d);
 	if ((OM_SELF_TID(om_self) & mopts.pool_mask) == d->index)

@@ -321,6 +321,17 @@ struct om_cache_entry {
 	uint8_t fresh;		/* never used: still zero */
 };
 
+/*
+ * A page address where used cached runs end or start (see cache.c, the
+ * bounds index): the run that ends there ([0]) and the one that starts
+ * there ([1]), by length (0: none) and the slot of cache[] each came in.
+ */
+struct om_cache_bound {
+	uintptr_t at;		/* 0: none */
+	uint32_t npages[2];
+	uint32_t slot[2];
+};
+
 struct om_delayed {
 	void *p;
 	struct chunk_info *info;
@@ -390,6 +401,13 @@ struct dir_info {
 	uint16_t cache_n[OM_CACHE_CLASSES];	/* its runs */
 	uint16_t cache_warm[OM_CACHE_CLASSES];	/* of them used, first */
 	uint16_t cache_low[OM_CACHE_CLASSES];	/* fewest used this round */
+	struct om_cache_bound *cache_bounds;	/* used runs by their ends,
+						 * open addressing (mapped) */
+	unsigned int cache_bounds_mask;	/* its slots less one */
+	unsigned int cache_bounds_n;	/* addresses in it */
+	int cache_bounds_lost;		/* runs came in it does not have */
+	uintptr_t cache_taken;		/* the run a get took whole last */
+	uint32_t cache_taken_npages;	/* and its length */
 	unsigned int cache_puts;	/* puts this round (see decay) */
 	uint64_t cache_classes;		/* bit k: class k holds runs */
 	unsigned int cache_used;	/* runs */

@@ -50,8 +50,8 @@ quarter_of(const struct dir_info *d, unsigned int k)
 }
 
 /* npages of the pool's own, and a page after them that is not: runs
- * mapped one after the other never touch (runs over 64 pages that touch
- * merge as they come into the cache). */
+ * mapped one after the other never touch (runs over 8 pages that touch
+ * join as they come into the cache). */
 static void *
 own_pages(struct dir_info *d, size_t npages)
 {
@@ -241,30 +241,31 @@ END_TEST
  * A run is evicted with the runs of its class that touch it, and a
  * stretch of them longer than the depot keeps goes back to the kernel
  * whole, in one call, none of it offered to the depot: a heap freed in
- * order is unmapped in a few calls, not one per run.
+ * order is unmapped in a few calls, not one per run.  Runs of 8 pages,
+ * which do not join as they come in.
  */
 START_TEST(neighbours_leave_together)
 {
 	struct dir_info *d = unit_pool();
 	struct om_os_counts a, b;
-	size_t run = 40, n, i, evicted, depot_before, taken;
+	size_t run = 8, n, i, evicted, depot_before, taken;
 	char *base;
 
-	if (d->cache_cap[0] < 48)
+	if (d->cache_cap[8] < 40)
 		return;
 	om_cache_depot_trim();
-	n = d->cache_big_max / run + 1;
+	n = d->cache_room[8] + 1u;
 	base = own_pages(d, n * run);
 	for (i = 0; i + 1 < n; i++)
 		put_busy(d, base + i * run * OM_PAGE_SIZE, run);
-	ck_assert_uint_eq(d->cache_n[0], n - 1);
+	ck_assert_uint_eq(d->cache_n[8], n - 1);
 	settle(d);
 	depot_before = om_cache_depot_pages();
 	om_os_counts(&a);
-	/* One run more than the class's pages allow. */
+	/* One run more than the class has slots for. */
 	put_busy(d, base + (n - 1) * run * OM_PAGE_SIZE, run);
-	evicted = n - d->cache_n[0];
-	ck_assert_uint_ge(evicted, 8);
+	evicted = n - d->cache_n[8];
+	ck_assert_uint_ge(evicted, 9);
 	settle(d);
 	om_os_counts(&b);
 	taken = (om_cache_depot_pages() - depot_before) / run;
@@ -283,7 +284,9 @@ END_TEST
  * Runs of other lengths that touch an evicted run leave with it, in the
  * same call, without counting against the evicting class's quarter:
  * blocks of growing sizes freed side by side go back together.  Each
- * 10-page run here sits between a 3-page and a 5-page run, groups apart.
+ * 10-page run here sits between a 3-page and a 5-page run, groups apart,
+ * and comes in first: a run of more than 8 pages joins the runs that
+ * touch it as it comes in, and shorter ones do not.
  */
 START_TEST(neighbours_of_other_lengths)
 {
@@ -301,9 +304,9 @@ START_TEST(neighbours_of_other_lengths)
 	for (i = 0; i < room; i++) {
 		char *g = base + i * group * OM_PAGE_SIZE;
 
+		put_busy(d, g + 3 * OM_PAGE_SIZE, 10);
 		put_busy(d, g, 3);
 		put_busy(d, g + 13 * OM_PAGE_SIZE, 5);
-		put_busy(d, g + 3 * OM_PAGE_SIZE, 10);
 	}
 	ck_assert_uint_eq(d->cache_n[10], room);
 	n3 = d->cache_n[3];
@@ -794,8 +797,9 @@ START_TEST(trim_returns_pages)
 }
 END_TEST
 
-/* Runs are taken by exact length, never split: a shorter request maps
- * new pages and leaves the run for a request of its length. */
+/* Runs of up to 8 pages are taken by exact length, never cut: a shorter
+ * request maps new pages and leaves the run for a request of its length
+ * (cut_takes_front has the longer ones). */
 START_TEST(exact_length_only)
 {
 	struct dir_info *d = unit_pool();
@@ -812,6 +816,12 @@ START_TEST(exact_length_only)
 	ck_assert_uint_eq(d->cache_n[8], 1);
 	ck_assert(cached(d, p));
 	memset(q, 1, 2 * OM_PAGE_SIZE);
+	/* Nor by a request of more than 3 pages. */
+	q = om_cache_get(d, 5, 0, &z);
+	ck_assert_ptr_nonnull(q);
+	ck_assert(q < p || q >= p + 8 * OM_PAGE_SIZE);
+	ck_assert(cached(d, p));
+	memset(q, 1, 5 * OM_PAGE_SIZE);
 	r = om_cache_get(d, 8, 0, &z);
 	ck_assert_ptr_eq(r, p);
 	ck_assert_int_eq(z, 0);
@@ -821,12 +831,13 @@ START_TEST(exact_length_only)
 END_TEST
 
 /*
- * A miss for a run longer than the depot keeps (64 pages) takes the
- * front of a longer used run, the rest left cached behind it, with no
- * system call: blocks of many lengths over 256 KiB find the pages of
- * those freed before.  A shorter miss does not (exact_length_only).
+ * A miss for a run of more than 3 pages takes the front of a longer used
+ * run of more than 8, the rest left cached behind it, with no system
+ * call: blocks of many lengths find the pages of those freed before.  A
+ * miss of up to 3 pages does not, nor is a run of up to 8 pages cut
+ * (exact_length_only).
  */
-START_TEST(long_miss_takes_front)
+START_TEST(cut_takes_front)
 {
 	struct dir_info *d = unit_pool();
 	struct om_os_counts a, b;
@@ -853,26 +864,43 @@ START_TEST(long_miss_takes_front)
 	q = om_cache_get(d, 71, 0, &z);
 	ck_assert(q < p || q >= p + 150 * OM_PAGE_SIZE);
 	ck_assert_uint_eq(d->cache_pages, 70);
-	/* Nor is a run of 64 pages cut from it. */
-	q = om_cache_get(d, 64, 0, &z);
+	/* Nor is a run of 3 pages cut from it (a batch of fresh ones is
+	 * mapped instead). */
+	q = om_cache_get(d, 3, 0, &z);
 	ck_assert(q < p || q >= p + 150 * OM_PAGE_SIZE);
-	ck_assert_uint_eq(d->cache_pages, 70);
+	ck_assert_uint_eq(d->cache_big_pages, 70);
+	/* One of 4 is, and the rest, 66 pages, stays in class 0. */
+	q = om_cache_get(d, 4, 0, &z);
+	ck_assert_ptr_eq(q, p + 80 * OM_PAGE_SIZE);
+	ck_assert_uint_eq(d->cache_big_pages, 66);
+	ck_assert_uint_eq(d->cache_n[0], 1);
+	/* Of 30 pages: the rest, 36, is now in class 0 still, and the next
+	 * cut of 20 leaves 16, in class 16. */
+	q = om_cache_get(d, 30, 0, &z);
+	ck_assert_ptr_eq(q, p + 84 * OM_PAGE_SIZE);
+	q = om_cache_get(d, 20, 0, &z);
+	ck_assert_ptr_eq(q, p + 114 * OM_PAGE_SIZE);
+	ck_assert_uint_eq(d->cache_n[0], 0);
+	ck_assert_uint_eq(d->cache_n[16], 1);
+	ck_assert(cached(d, p + 134 * OM_PAGE_SIZE));
 }
 END_TEST
 
 /*
- * A run longer than 64 pages that comes into the cache takes in the
- * cached runs that long that touch it, on either side: the front of a
- * split run, freed, makes the run whole again.  Shorter runs stay apart,
- * and so does a run that would make one longer than class 0 takes.
+ * A run of more than 8 pages that comes into the cache takes in the used
+ * runs that touch it, on either side, of any length: the front of a cut
+ * run, freed, makes the run whole again, and blocks of many lengths
+ * freed side by side become one run.  Runs of up to 8 pages come in as
+ * they are, and a guarded run is never joined.
  */
-START_TEST(long_runs_merge)
+START_TEST(runs_join)
 {
 	struct dir_info *d = unit_pool();
 	char *p, *q;
 	int z = -1;
 
-	if (d->cache_cap[0] < 4 || d->cache_big_max < d->cache_long + 1)
+	if (d->cache_cap[0] < 4 || d->cache_big_max < 210 ||
+	    d->cache_room[5] == 0)
 		return;
 	p = own_pages(d, 210);
 	put_busy(d, p + 70 * OM_PAGE_SIZE, 70);
@@ -881,7 +909,7 @@ START_TEST(long_runs_merge)
 	ck_assert_uint_eq(d->cache_used, 1);
 	ck_assert_uint_eq(d->cache[d->cache_base[0]].p, (uintptr_t)p);
 	ck_assert_uint_eq(d->cache[d->cache_base[0]].npages, 210);
-	/* Split, and whole again when the front comes back. */
+	/* Cut, and whole again when the front comes back. */
 	q = om_cache_get(d, 100, 0, &z);
 	ck_assert_ptr_eq(q, p);
 	ck_assert_uint_eq(d->cache_used, 1);
@@ -892,19 +920,174 @@ START_TEST(long_runs_merge)
 	om_cache_trim(d);
 	settle(d);
 
-	/* Runs of 64 pages keep apart from long neighbours. */
-	q = own_pages(d, 64 + 70);
-	put_busy(d, q, 64);
-	put_busy(d, q + 64 * OM_PAGE_SIZE, 70);
-	ck_assert_uint_eq(d->cache_n[0], 2);
+	/* [10][5][9]: the 5-page run stays apart from the 10 it touches,
+	 * and the 9 takes in both. */
+	q = own_pages(d, 24);
+	put_busy(d, q, 10);
+	put_busy(d, q + 10 * OM_PAGE_SIZE, 5);
+	ck_assert_uint_eq(d->cache_used, 2);
+	ck_assert_uint_eq(d->cache_n[5], 1);
+	put_busy(d, q + 15 * OM_PAGE_SIZE, 9);
+	ck_assert_uint_eq(d->cache_used, 1);
+	ck_assert_uint_eq(d->cache_n[24], 1);
+	ck_assert_uint_eq(d->cache[d->cache_base[24]].p, (uintptr_t)q);
 	om_cache_trim(d);
 	settle(d);
 
-	/* No run longer than class 0 takes. */
-	q = own_pages(d, d->cache_long + 1);
-	put_busy(d, q, d->cache_long - 69);
-	put_busy(d, q + (d->cache_long - 69) * OM_PAGE_SIZE, 70);
-	ck_assert_uint_eq(d->cache_n[0], 2);
+	/* A guarded run neither joins nor is joined, and the run on the
+	 * other side still is. */
+	q = own_pages(d, 30);
+	om_cache_put(d, q, 10, 1);
+	put_busy(d, q + 20 * OM_PAGE_SIZE, 10);
+	put_busy(d, q + 10 * OM_PAGE_SIZE, 10);
+	ck_assert_uint_eq(d->cache_n[10], 1);
+	ck_assert(d->cache[d->cache_base[10]].guarded);
+	ck_assert_uint_eq(d->cache_n[20], 1);
+	ck_assert_uint_eq(d->cache[d->cache_base[20]].p,
+	    (uintptr_t)q + 10 * OM_PAGE_SIZE);
+	settle(d);
+}
+END_TEST
+
+/*
+ * The index that finds a run's neighbours follows runs as they move
+ * between slots and as it grows: 60 runs of 9 pages, apart, then the
+ * 10-page runs between them, in scattered order, become one run.
+ */
+START_TEST(runs_join_through_index)
+{
+	struct dir_info *d = unit_pool();
+	size_t n = 60, g = 19, i, j;
+	char *p;
+
+	if (d->cache_room[9] < n || d->cache_room[0] == 0 ||
+	    d->cache_big_max < n * g)
+		return;
+	p = own_pages(d, n * g);
+	for (i = 0; i < n; i++)
+		put_busy(d, p + i * g * OM_PAGE_SIZE, 9);
+	ck_assert_uint_eq(d->cache_n[9], n);
+	/* j * 37 mod 60 visits every i once. */
+	for (j = 0; j < n; j++) {
+		i = j * 37 % n;
+		put_busy(d, p + (i * g + 9) * OM_PAGE_SIZE, 10);
+	}
+	ck_assert_uint_eq(d->cache_used, 1);
+	ck_assert_uint_eq(d->cache[d->cache_base[0]].p, (uintptr_t)p);
+	ck_assert_uint_eq(d->cache[d->cache_base[0]].npages, n * g);
+	ck_assert_uint_eq(d->cache_pages, n * g);
+	om_cache_trim(d);
+	settle(d);
+}
+END_TEST
+
+/*
+ * Over its pages, class 0 gives back its longest runs first, each in one
+ * call; a run longer than any it holds is given back itself.  With
+ * nothing in classes 1..32 it may hold their shares too.  Runs apart, of
+ * lengths spread over the 40 below the longest it takes.
+ */
+static size_t
+class0_limit(const struct dir_info *d)
+{
+	return d->cache_big_max + d->cache_small_max;
+}
+
+static size_t
+spread_len(const struct dir_info *d, unsigned int i)
+{
+	return d->cache_long - 40 + (i * 7) % 40;
+}
+
+START_TEST(class0_drops_longest)
+{
+	struct dir_info *d = unit_pool();
+	struct om_os_counts a, b;
+	size_t held = 0, len, longest = 0, most, limit = class0_limit(d);
+	unsigned int i, n = 0;
+	char *p[64];
+
+	if (d->cache_room[0] < 64 || d->cache_big_max < 1024 ||
+	    limit > 55 * (d->cache_long - 40))
+		return;
+	most = d->cache_long - 1;
+	for (i = 0; held + most <= limit; i++) {
+		ck_assert_uint_lt(n, 60);
+		len = spread_len(d, i);
+		p[n] = own_pages(d, len);
+		put_busy(d, p[n++], len);
+		held += len;
+		if (len > longest)
+			longest = len;
+	}
+	ck_assert_uint_eq(d->cache_big_pages, held);
+	settle(d);
+	om_os_counts(&a);
+	/* Less than the longest is left: one page more makes it go. */
+	len = limit - held + 1;
+	if (len < 33)
+		len = 33;
+	ck_assert_uint_le(len, most);
+	p[n] = own_pages(d, len);
+	put_busy(d, p[n], len);
+	ck_assert(cached(d, p[n]));
+	settle(d);
+	om_os_counts(&b);
+	for (i = 0; i < n; i++)
+		if (!cached(d, p[i])) {
+			ck_assert_uint_eq(spread_len(d, i), longest);
+			ck_assert(unit_unmapped(p[i], longest));
+		}
+	ck_assert_uint_ge(b.munmap - a.munmap, 1);
+	ck_assert_uint_le(b.munmap - a.munmap, 2);
+	/* Longer than any cached run, and more than there is room for:
+	 * unmapped at once, the cache as it was. */
+	held = d->cache_big_pages;
+	len = d->cache_long;
+	ck_assert_uint_gt(len, longest);
+	ck_assert_uint_gt(held + len, limit);
+	p[n] = own_pages(d, len);
+	put_busy(d, p[n], len);
+	settle(d);
+	ck_assert(!cached(d, p[n]));
+	ck_assert(unit_unmapped(p[n], len));
+	ck_assert_uint_eq(d->cache_big_pages, held);
+}
+END_TEST
+
+/*
+ * The run a get took whole, freed straight back (a malloc/free loop),
+ * comes in as it is, without joining its neighbours; any other run joins
+ * them.
+ */
+START_TEST(loop_run_stays_apart)
+{
+	struct dir_info *d = unit_pool();
+	char *p, *q, *r;
+	int z = -1;
+
+	if (d->cache_room[20] == 0 || d->cache_room[0] == 0 ||
+	    d->cache_big_max < 40)
+		return;
+	p = own_pages(d, 40);
+	put_busy(d, p, 20);
+	q = om_cache_get(d, 20, 0, &z);
+	ck_assert_ptr_eq(q, p);
+	put_busy(d, p + 20 * OM_PAGE_SIZE, 20);
+	put_busy(d, p, 20);
+	ck_assert_uint_eq(d->cache_n[20], 2);
+	/* Both taken again, the last first back: apart, and the other one
+	 * joins it. */
+	q = om_cache_get(d, 20, 0, &z);
+	ck_assert_ptr_nonnull(q);
+	r = om_cache_get(d, 20, 0, &z);
+	ck_assert_ptr_nonnull(r);
+	put_busy(d, r, 20);
+	ck_assert_uint_eq(d->cache_n[20], 1);
+	put_busy(d, q, 20);
+	ck_assert_uint_eq(d->cache_n[20], 0);
+	ck_assert_uint_eq(d->cache_n[0], 1);
+	ck_assert_uint_eq(d->cache_big_pages, 40);
 	settle(d);
 }
 END_TEST
@@ -1404,8 +1587,11 @@ main(void)
 	tcase_add_test(t, depot_follows_need);
 	tcase_add_test(t, long_runs_taken_once_asked_again);
 	tcase_add_test(t, long_runs_kept_once_shorter_asked);
-	tcase_add_test(t, long_miss_takes_front);
-	tcase_add_test(t, long_runs_merge);
+	tcase_add_test(t, cut_takes_front);
+	tcase_add_test(t, runs_join);
+	tcase_add_test(t, runs_join_through_index);
+	tcase_add_test(t, class0_drops_longest);
+	tcase_add_test(t, loop_run_stays_apart);
 	tcase_add_test(t, longest_runs_never_kept);
 	tcase_add_test(t, trim_returns_pages);
 	tcase_add_test(t, exact_length_only);
