@@ -737,6 +737,13 @@ big_share(const struct dir_info *d)
 	return (size_t)d->cache_max * OM_CACHE_SMALL;
 }
 
+/* Whether class 0 has grown to take long buffers (see long_again). */
+OM_INLINE int
+long_mode(const struct dir_info *d)
+{
+	return d->cache_long > OM_CACHE_BIG;
+}
+
 /*
  * The pages class 0 may hold: its share, and what classes 1..32 leave
  * unused of theirs, so that the cache as a whole still holds no more
@@ -754,7 +761,7 @@ big_max(const struct dir_info *d)
 {
 	size_t small = d->cache_pages - d->cache_big_pages;
 
-	if (d->cache_big_max > big_share(d))
+	if (long_mode(d))
 		return d->cache_big_max;
 	return d->cache_big_max + (small < d->cache_small_max ?
 	    d->cache_small_max - small : 0);
@@ -1580,6 +1587,14 @@ make_room(struct dir_info *d, unsigned int k, size_t npages)
 {
 	if (d->cache_n[k] == d->cache_room[k])
 		evict(d, k, quarter(d, k), 0);
+	if (k == 0 && long_mode(d)) {
+		/* Grown for long buffers: the one coming in stays, to be
+		 * cut for the next, and random ones go. */
+		while (d->cache_n[0] > 0 &&
+		    d->cache_big_pages + npages > d->cache_big_max)
+			evict(d, 0, quarter(d, 0), 0);
+		return;
+	}
 	if (k == 0) {
 		while (d->cache_big_pages + npages > big_max(d) &&
 		    drop_longest(d, npages))
@@ -1639,12 +1654,22 @@ decay(struct dir_info *d)
 	}
 }
 
-/* Whether cached run e may join run add (not guarded, the same access). */
+/*
+ * Whether cached run e may join run add: not guarded, the same access,
+ * and together not too long.  A class 0 grown for long buffers (see
+ * long_again) holds two of them; a run joined from more, too long for
+ * it, would go back to the kernel whole, and the next buffers would
+ * fault in every page: 10 MiB buffers were a third slower so.  Runs
+ * join there only as long as class 0 takes them.
+ */
 static int
-joinable(const struct om_cache_entry *e, const struct om_cache_entry *add)
+joinable(const struct dir_info *d, const struct om_cache_entry *e,
+    const struct om_cache_entry *add)
 {
+	size_t most = long_mode(d) ? d->cache_long : MERGE_MAX;
+
 	return !e->guarded && e->noaccess == add->noaccess &&
-	    add->npages + e->npages <= MERGE_MAX;
+	    add->npages + e->npages <= most;
 }
 
 /*
@@ -1675,10 +1700,10 @@ merge_neighbours(struct dir_info *d, struct om_cache_entry *add,
 		/* The run before it, else the run after it. */
 		i = lo == NULL ? search_run(d, add->p, 0, &k) :
 		    bound_run(d, lo, 0, &k);
-		if (i < 0 || !joinable(slot(d, k, (unsigned int)i), add))
+		if (i < 0 || !joinable(d, slot(d, k, (unsigned int)i), add))
 			i = lo == NULL ? search_run(d, run_end(add), 1, &k) :
 			    bound_run(d, hi, 1, &k);
-		if (i < 0 || !joinable(slot(d, k, (unsigned int)i), add))
+		if (i < 0 || !joinable(d, slot(d, k, (unsigned int)i), add))
 			break;
 		n = take_out(d, k, (unsigned int)i);
 		if (n.p < add->p) {

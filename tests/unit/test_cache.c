@@ -1056,6 +1056,36 @@ START_TEST(class0_drops_longest)
 END_TEST
 
 /*
+ * A class 0 grown for long buffers keeps the buffer freed last, to be cut
+ * for the next, and evicts others, even shorter ones: giving back the
+ * newest, longest run there made buffers of 2 to 8 MiB fault in a third
+ * more pages.
+ */
+START_TEST(long_mode_keeps_newest)
+{
+	struct dir_info *d = unit_pool();
+	size_t n = 2 * OM_CACHE_BIG;
+	char *a, *b, *c;
+	int z = -1;
+
+	if (d->cache_max == 0 || n > longest_kept(d))
+		return;
+	put_gone(d, own_pages(d, n), n);
+	ck_assert_ptr_nonnull(om_cache_get(d, n, 0, &z));
+	ck_assert_uint_eq(d->cache_long, n);
+	a = own_pages(d, n - 10);
+	b = own_pages(d, n - 10);
+	c = own_pages(d, n);
+	put_busy(d, a, n - 10);
+	put_busy(d, b, n - 10);
+	put_busy(d, c, n);
+	settle(d);
+	ck_assert(cached(d, c));
+	ck_assert_uint_le(d->cache_big_pages, d->cache_big_max);
+}
+END_TEST
+
+/*
  * The run a get took whole, freed straight back (a malloc/free loop),
  * comes in as it is, without joining its neighbours; any other run joins
  * them.
@@ -1592,6 +1622,7 @@ main(void)
 	tcase_add_test(t, runs_join_through_index);
 	tcase_add_test(t, class0_drops_longest);
 	tcase_add_test(t, loop_run_stays_apart);
+	tcase_add_test(t, long_mode_keeps_newest);
 	tcase_add_test(t, longest_runs_never_kept);
 	tcase_add_test(t, trim_returns_pages);
 	tcase_add_test(t, exact_length_only);
