@@ -555,10 +555,10 @@ run_class(size_t npages)
  * cache, and looked for in its class when it is no longer in the slot
  * the entry gives.  A get, the common case, costs the index nothing, and
  * so does a run a get took whole, freed straight back (a malloc/free
- * loop): its entries are kept for it.
- * When half full it is rebuilt from the cache, twice as big if the runs
- * need it.  Fresh runs are not in it: they are never merged.  With no
- * memory to grow it, runs are still found, by a search.
+ * loop): its entries are kept for it.  When half full it is rebuilt from
+ * the cache, twice as big if the runs need it.  Fresh runs are not in
+ * it: they are never merged.  Without memory to make or grow it, runs
+ * that come in do not join until there is.
  */
 #define BOUNDS_MIN 128		/* slots of the first index */
 
@@ -634,8 +634,7 @@ bounds_room(struct dir_info *d)
 		d->cache_bounds = om_os_map(len, d->conceal);
 		if (d->cache_bounds == NULL) {
 			d->cache_bounds = old;
-			d->cache_bounds_lost = 1;
-			return 2 * (d->cache_bounds_n + 2) <= n ? 0 : -1;
+			return -1;
 		}
 		d->mapped += len;
 		d->cache_bounds_mask = (unsigned int)newn - 1;
@@ -646,7 +645,6 @@ bounds_room(struct dir_info *d)
 		}
 	}
 	d->cache_bounds_n = 0;
-	d->cache_bounds_lost = 0;
 	for (k = 0; k < OM_CACHE_CLASSES; k++)
 		for (i = 0; i < d->cache_warm[k]; i++)
 			bound_note(d, slot(d, k, i), d->cache_base[k] + i);
@@ -711,23 +709,6 @@ bound_run(struct dir_info *d, struct om_cache_bound *b, int side,
 	return (int)i;
 }
 
-/* The same without an index (it could not be made or grow): a search. */
-static int
-search_run(struct dir_info *d, uintptr_t at, int side, unsigned int *kp)
-{
-	unsigned int k, i;
-
-	for (k = 0; k < OM_CACHE_CLASSES; k++)
-		for (i = 0; i < d->cache_warm[k]; i++) {
-			const struct om_cache_entry *e = slot(d, k, i);
-
-			if (side ? e->p == at : run_end(e) == at) {
-				*kp = k;
-				return (int)i;
-			}
-		}
-	return -1;
-}
 
 
 /* The pages class 0 may hold at first: 32 C. */
@@ -1679,7 +1660,7 @@ joinable(const struct dir_info *d, const struct om_cache_entry *e,
  * om_cache_get), freed, make the run whole again, and a heap of blocks of
  * many lengths, freed, becomes a few long runs that any length can be
  * cut from.  The bounds index finds them (lo and hi: its entries for the
- * joined run's ends, NULL without an index).  A run taken in has its
+ * joined run's ends, NULL if it has no room).  A run taken in has its
  * junk checked as it leaves its slot.  Fresh runs are left alone: they
  * are known to be zero.
  */
@@ -1687,42 +1668,32 @@ static void
 merge_neighbours(struct dir_info *d, struct om_cache_entry *add,
     struct om_cache_bound **lop, struct om_cache_bound **hip)
 {
-	struct om_cache_bound *lo = NULL, *hi = NULL;
+	struct om_cache_bound *lo, *hi;
 	struct om_cache_entry n;
 	unsigned int k;
 	int i;
 
-	if (bounds_room(d) == 0 && d->cache_bounds_lost == 0) {
-		lo = bound_at(d, add->p);
-		hi = bound_at(d, run_end(add));
-	}
 	for (;;) {
+		/* Each round may make two addresses, and a rebuild moves
+		 * the entries. */
+		*lop = *hip = NULL;
+		if (bounds_room(d) != 0)
+			return;
+		*lop = lo = bound_at(d, add->p);
+		*hip = hi = bound_at(d, run_end(add));
 		/* The run before it, else the run after it. */
-		i = lo == NULL ? search_run(d, add->p, 0, &k) :
-		    bound_run(d, lo, 0, &k);
+		i = bound_run(d, lo, 0, &k);
 		if (i < 0 || !joinable(d, slot(d, k, (unsigned int)i), add))
-			i = lo == NULL ? search_run(d, run_end(add), 1, &k) :
-			    bound_run(d, hi, 1, &k);
+			i = bound_run(d, hi, 1, &k);
 		if (i < 0 || !joinable(d, slot(d, k, (unsigned int)i), add))
-			break;
+			return;
 		n = take_out(d, k, (unsigned int)i);
 		if (n.p < add->p) {
 			add->p = n.p;
 			add->junked = n.junked;
 		}
 		add->npages += n.npages;
-		if (lo != NULL) {
-			/* Each merge may make an address; room for two. */
-			if (bounds_room(d) != 0 || d->cache_bounds_lost) {
-				lo = hi = NULL;
-				continue;
-			}
-			lo = bound_at(d, add->p);
-			hi = bound_at(d, run_end(add));
-		}
 	}
-	*lop = lo;
-	*hip = hi;
 }
 
 /*

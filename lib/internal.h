@@ -405,7 +405,6 @@ struct dir_info {
 						 * open addressing (mapped) */
 	unsigned int cache_bounds_mask;	/* its slots less one */
 	unsigned int cache_bounds_n;	/* addresses in it */
-	int cache_bounds_lost;		/* runs came in it does not have */
 	uintptr_t cache_taken;		/* the run a get took whole last */
 	uint32_t cache_taken_npages;	/* and its length */
 	unsigned int cache_puts;	/* puts this round (see decay) */
