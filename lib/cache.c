@@ -709,8 +709,6 @@ bound_run(struct dir_info *d, struct om_cache_bound *b, int side,
 	return (int)i;
 }
 
-
-
 /* The pages class 0 may hold at first: 32 C. */
 static size_t
 big_share(const struct dir_info *d)
@@ -1264,9 +1262,9 @@ take_longer(struct dir_info *d, unsigned int k, size_t npages, int longest,
  * buffers of many lengths (bigbuf) then reuse the resident pages of
  * those freed before, where each would fault every page in, and the runs
  * freed join again (merge_neighbours).  OpenBSD split a longer cached
- * region too, before it kept its cache by size.  Runs of up to 3 pages,
- * chunk pages among them, keep to their lengths: they have the depot and
- * batches mapped ahead.
+ * region too, before it kept its cache by size.  Requests of up to 3
+ * pages, chunk pages among them, take runs of their own length only:
+ * they have the depot and batches mapped ahead.
  */
 void *
 om_cache_get(struct dir_info *d, size_t npages, int guarded, int *zeroed)
