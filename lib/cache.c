@@ -1135,8 +1135,7 @@ take_fitting(struct dir_info *d, unsigned int k, unsigned int n,
 OM_INLINE int
 touches(const struct om_cache_entry *e, uintptr_t lo, uintptr_t hi)
 {
-	return e->p == hi || e->p + ((uintptr_t)e->npages << OM_PAGE_SHIFT) ==
-	    lo;
+	return e->p == hi || run_end(e) == lo;
 }
 
 /* A cached run of any length that touches [lo, hi): its slot, and its
@@ -1420,9 +1419,9 @@ om_cache_get_aligned(struct dir_info *d, size_t npages, int guarded,
 static int
 joins(const struct om_cache_entry *a, const struct om_cache_entry *b)
 {
-	return !a->guarded && !b->guarded && b->p == a->p +
-	    ((uintptr_t)a->npages << OM_PAGE_SHIFT) && b->junked == a->junked &&
-	    b->noaccess == a->noaccess && b->fresh == a->fresh &&
+	return !a->guarded && !b->guarded && b->p == run_end(a) &&
+	    b->junked == a->junked && b->noaccess == a->noaccess &&
+	    b->fresh == a->fresh &&
 	    a->npages + b->npages <= DEPOT_RUN;
 }
 
