@@ -1611,6 +1611,9 @@ main(void)
 	Suite *s = suite_create("cache");
 	TCase *t = tcase_create("cache");
 
+	/* Under U and F every put and get of a decay round is a system
+	 * call: seconds, past Check's default of 4 when run by hand. */
+	tcase_set_timeout(t, 60);
 	tcase_add_test(t, steady_loop_no_syscalls);
 	tcase_add_test(t, eviction_unmaps);
 	tcase_add_test(t, too_big_unmapped_at_once);
