@@ -1247,6 +1247,56 @@ take_longer(struct dir_info *d, unsigned int k, size_t npages, int longest,
 }
 
 /*
+ * A request longer than every run that could be cut for it, where class
+ * 0 keeps few runs (a request beyond cache_long, or class 0 grown for
+ * long buffers: long_mode): the longest used run of class 0 (random
+ * among equals), grown to npages by mremap, which moves page tables, not
+ * bytes.  Its pages stay resident, and only the new ones fault in: a
+ * buffer of a new, longer length touches fresh pages for what it adds to
+ * the last one freed, where a mapping of its own would fault in every
+ * page and the run would soon be evicted (bigbuf at 2-8 and 5-25 MiB;
+ * glibc's heap reuses freed blocks so too).  Elsewhere class 0 keeps the
+ * run for a shorter request to cut: moved pages are not free (here the
+ * first touch of each cost half a fresh page's fault), and growing runs
+ * of 128-512 pages made bigbuf at 512 KiB-2 MiB 1.6 times slower.  The
+ * run stays cached if the kernel refuses.  NULL if no run was grown.
+ */
+static void *
+grow_shorter(struct dir_info *d, size_t npages, int *zeroed)
+{
+	unsigned int n = d->cache_warm[0], i, t;
+	const struct om_cache_entry *e;
+	size_t most = 0;
+	int best = -1;
+	void *q;
+
+	if (n == 0)
+		return NULL;
+	i = (unsigned int)((om_rbyte(&d->rng) * n) >> 8);
+	for (t = 0; t < n; t++, i = i + 1 < n ? i + 1 : 0) {
+		e = slot(d, 0, i);
+		if (e->npages >= npages || e->npages <= most ||
+		    e->guarded || e->noaccess)
+			continue;
+		most = e->npages;
+		best = (int)i;
+	}
+	if (best < 0)
+		return NULL;
+	e = slot(d, 0, (unsigned int)best);
+	if (e->junked && d->junk)
+		junk_validate(d, (void *)e->p, data_len(e));
+	q = om_os_remap((void *)e->p, (size_t)e->npages << OM_PAGE_SHIFT,
+	    npages << OM_PAGE_SHIFT, NULL);
+	if (q == NULL)
+		return NULL;
+	d->mapped += (npages - e->npages) << OM_PAGE_SHIFT;
+	remove_entry(d, 0, (unsigned int)best);
+	*zeroed = 0;
+	return q;
+}
+
+/*
  * npages pages (the last one a guard page if guarded, already installed
  * for pages that come from the cache).  *zeroed tells whether they are
  * known to be zero.  NULL when the kernel has no memory.  A run of the
@@ -1261,9 +1311,11 @@ take_longer(struct dir_info *d, unsigned int k, size_t npages, int longest,
  * buffers of many lengths (bigbuf) then reuse the resident pages of
  * those freed before, where each would fault every page in, and the runs
  * freed join again (merge_neighbours).  OpenBSD split a longer cached
- * region too, before it kept its cache by size.  Requests of up to 3
- * pages, chunk pages among them, take runs of their own length only:
- * they have the depot and batches mapped ahead.
+ * region too, before it kept its cache by size.  A request of more than
+ * 32 pages, cache_long or not, cuts class 0's runs, and with none long
+ * enough may grow a shorter one (grow_shorter).  Requests of up to 3 pages,
+ * chunk pages among them, take runs of their own length only: they have
+ * the depot and batches mapped ahead.
  */
 void *
 om_cache_get(struct dir_info *d, size_t npages, int guarded, int *zeroed)
@@ -1273,11 +1325,9 @@ om_cache_get(struct dir_info *d, size_t npages, int guarded, int *zeroed)
 	void *p;
 
 	d->cache_idle = 0;
-	if (k < 0) {
+	if (k < 0)
 		long_again(d, npages);
-		return map_fresh(d, npages, guarded, zeroed);
-	}
-	if (d->cache_n[k] != 0) {
+	else if (d->cache_n[k] != 0) {
 		/* Used runs, when there are enough to choose from at random;
 		 * else, or if none of them fits (guarded or not), any run. */
 		w = d->cache_warm[k];
@@ -1288,11 +1338,21 @@ om_cache_get(struct dir_info *d, size_t npages, int guarded, int *zeroed)
 		    npages, guarded, 0, zeroed)) != NULL)
 			return p;
 	}
-	if (!guarded && npages > CUT_MIN && (p = take_longer(d,
+	if (guarded)
+		return map_fresh(d, npages, 1, zeroed);
+	if (k <= 0) {
+		/* Longer than 32 pages: the front of a longer run of class
+		 * 0, or a shorter one grown. */
+		if ((p = take_longer(d, 0, npages, 0, zeroed)) != NULL)
+			return p;
+		if ((k < 0 || long_mode(d)) &&
+		    (p = grow_shorter(d, npages, zeroed)) != NULL)
+			return p;
+	} else if (npages > CUT_MIN && (p = take_longer(d,
 	    k > MERGE_MIN ? (unsigned int)k : MERGE_MIN, npages, 0,
 	    zeroed)) != NULL)
 		return p;
-	return map_fresh(d, npages, guarded, zeroed);
+	return map_fresh(d, npages, 0, zeroed);
 }
 
 /*

@@ -860,10 +860,6 @@ START_TEST(cut_takes_front)
 	ck_assert(cached(d, p + 80 * OM_PAGE_SIZE));
 	ck_assert_uint_eq(d->cache_n[0], 1);
 	ck_assert_uint_eq(d->cache_pages, 70);
-	/* Nothing long enough: new pages. */
-	q = om_cache_get(d, 71, 0, &z);
-	ck_assert(q < p || q >= p + 150 * OM_PAGE_SIZE);
-	ck_assert_uint_eq(d->cache_pages, 70);
 	/* Nor is a run of 3 pages cut from it (a batch of fresh ones is
 	 * mapped instead). */
 	q = om_cache_get(d, 3, 0, &z);
@@ -883,6 +879,96 @@ START_TEST(cut_takes_front)
 	ck_assert_uint_eq(d->cache_n[0], 0);
 	ck_assert_uint_eq(d->cache_n[16], 1);
 	ck_assert(cached(d, p + 134 * OM_PAGE_SIZE));
+}
+END_TEST
+
+/*
+ * A request longer than every cached run and than class 0 takes
+ * (cache_long) grows the longest used run of class 0 shorter than it
+ * (mremap): its pages come along, resident, and only the pages added are
+ * new.  A request class 0 takes, out of long mode, maps its own and
+ * leaves the runs for shorter ones to cut.  Guarded requests and runs
+ * grow nothing.
+ */
+START_TEST(shorter_run_grows)
+{
+	struct dir_info *d = unit_pool();
+	struct om_os_counts a, b;
+	unsigned char vec[600];
+	size_t mapped, i;
+	char *p, *s, *q;
+	int z = -1;
+
+	if (d->cache_cap[0] == 0 || d->cache_big_max < 500 ||
+	    d->cache_long != OM_CACHE_BIG || mopts.opt.freeunmap)
+		return;
+	p = own_pages(d, 300);
+	s = own_pages(d, 200);
+	memset(p, 1, 300 * OM_PAGE_SIZE);
+	memset(s, 1, 200 * OM_PAGE_SIZE);
+	put_busy(d, p, 300);
+	put_busy(d, s, 200);
+	settle(d);
+	q = om_cache_get(d, 400, 0, &z);
+	ck_assert_ptr_nonnull(q);
+	ck_assert_int_eq(z, 1);
+	q = om_cache_get(d, 601, 1, &z);
+	ck_assert_ptr_nonnull(q);
+	ck_assert(cached(d, p) && cached(d, s));
+	mapped = d->mapped;
+	om_os_counts(&a);
+	q = om_cache_get(d, 600, 0, &z);
+	om_os_counts(&b);
+	ck_assert_ptr_nonnull(q);
+	ck_assert_int_eq(z, 0);
+	ck_assert_uint_eq(b.mmap - a.mmap, 1);
+	ck_assert_uint_eq(b.munmap, a.munmap);
+	/* The 300-page run went, the 200-page one stayed. */
+	ck_assert(cached(d, s));
+	ck_assert_uint_eq(d->cache_n[0], 1);
+	ck_assert_uint_eq(d->cache_big_pages, 200);
+	ck_assert_uint_eq(d->mapped, mapped + 300 * OM_PAGE_SIZE);
+	/* Its pages, resident and holding what they held (junk on the
+	 * first), then 300 new ones, zero and not yet faulted in. */
+	ck_assert_int_eq(mincore(q, 600 * OM_PAGE_SIZE, vec), 0);
+	for (i = 0; i < 600; i++) {
+		ck_assert_int_eq(vec[i] & 1, i < 300);
+		ck_assert_int_eq(q[i * OM_PAGE_SIZE + 100] != 0, i < 300);
+	}
+	ck_assert_int_eq(munmap(q, 600 * OM_PAGE_SIZE), 0);
+}
+END_TEST
+
+/*
+ * A request longer than class 0 takes at first (cache_long, 512 pages)
+ * is cut from a run that joined to be longer than it, as shorter ones
+ * are, instead of mapping pages of its own.
+ */
+START_TEST(long_request_cut_from_joined_run)
+{
+	struct dir_info *d = unit_pool();
+	struct om_os_counts a, b;
+	char *p, *q;
+	int z = -1;
+
+	if (d->cache_cap[0] == 0 || d->cache_big_max < 600 ||
+	    d->cache_long >= 550 || mopts.opt.freeunmap)
+		return;
+	p = own_pages(d, 600);
+	memset(p, 1, 600 * OM_PAGE_SIZE);
+	put_busy(d, p, 300);
+	put_busy(d, p + 300 * OM_PAGE_SIZE, 300);
+	settle(d);
+	ck_assert_uint_eq(d->cache_n[0], 1);
+	ck_assert_uint_eq(d->cache_big_pages, 600);
+	om_os_counts(&a);
+	q = om_cache_get(d, 550, 0, &z);
+	om_os_counts(&b);
+	ck_assert_ptr_eq(q, p);
+	ck_assert_int_eq(z, 0);
+	ck_assert_uint_eq(b.mmap, a.mmap);
+	ck_assert(cached(d, p + 550 * OM_PAGE_SIZE));
+	ck_assert_uint_eq(d->cache_big_pages, 50);
 }
 END_TEST
 
@@ -1082,6 +1168,39 @@ START_TEST(long_mode_keeps_newest)
 	settle(d);
 	ck_assert(cached(d, c));
 	ck_assert_uint_le(d->cache_big_pages, d->cache_big_max);
+}
+END_TEST
+
+/*
+ * In long mode a buffer longer than every cached run grows the run
+ * freed last rather than mapping and faulting in pages of its own.
+ */
+START_TEST(long_mode_grows_shorter)
+{
+	struct dir_info *d = unit_pool();
+	size_t n = 2 * OM_CACHE_BIG;
+	struct om_os_counts x, y;
+	char *a, *q;
+	int z = -1;
+
+	if (d->cache_max == 0 || n > longest_kept(d) || mopts.opt.freeunmap)
+		return;
+	put_gone(d, own_pages(d, n), n);
+	ck_assert_ptr_nonnull(om_cache_get(d, n, 0, &z));
+	ck_assert_uint_eq(d->cache_long, n);
+	a = own_pages(d, n - 100);
+	put_busy(d, a, n - 100);
+	settle(d);
+	ck_assert(cached(d, a));
+	om_os_counts(&x);
+	q = om_cache_get(d, n, 0, &z);
+	om_os_counts(&y);
+	ck_assert_ptr_nonnull(q);
+	ck_assert_int_eq(z, 0);
+	ck_assert_uint_eq(y.mmap - x.mmap, 1);
+	ck_assert(!cached(d, a));
+	ck_assert_uint_eq(d->cache_big_pages, 0);
+	ck_assert_int_eq(munmap(q, n * OM_PAGE_SIZE), 0);
 }
 END_TEST
 
@@ -1621,11 +1740,14 @@ main(void)
 	tcase_add_test(t, long_runs_taken_once_asked_again);
 	tcase_add_test(t, long_runs_kept_once_shorter_asked);
 	tcase_add_test(t, cut_takes_front);
+	tcase_add_test(t, shorter_run_grows);
+	tcase_add_test(t, long_request_cut_from_joined_run);
 	tcase_add_test(t, runs_join);
 	tcase_add_test(t, runs_join_through_index);
 	tcase_add_test(t, class0_drops_longest);
 	tcase_add_test(t, loop_run_stays_apart);
 	tcase_add_test(t, long_mode_keeps_newest);
+	tcase_add_test(t, long_mode_grows_shorter);
 	tcase_add_test(t, longest_runs_never_kept);
 	tcase_add_test(t, trim_returns_pages);
 	tcase_add_test(t, exact_length_only);
