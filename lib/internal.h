@@ -789,6 +789,7 @@ struct om_os_counts {
 
 void *om_os_map(size_t len, int conceal);
 void *om_os_remap(void *p, size_t oldlen, size_t newlen, void *to);
+void *om_os_map_below(void *p, size_t len);
 void *om_os_reserve(size_t len);
 int om_os_commit(void *p, size_t len, int conceal);
 void om_os_unmap(void *p, size_t len);

@@ -104,6 +104,27 @@ om_os_map(size_t len, int conceal)
 }
 
 /*
+ * Map len bytes of fresh, zeroed, read-write memory that end at p, if
+ * nothing is mapped there (MAP_FIXED_NOREPLACE): p itself on success,
+ * NULL otherwise.  A kernel older than the flag (4.17) takes the address
+ * as a hint and may map elsewhere; that mapping is undone.
+ */
+void *
+om_os_map_below(void *p, size_t len)
+{
+	char *want = (char *)p - len;
+	char *q;
+
+	if ((uintptr_t)p < len + OM_PAGE_SIZE)
+		return NULL;
+	q = map(want, len, MAP_FIXED_NOREPLACE, 0);
+	if (q == NULL || q == want)
+		return q;
+	om_os_unmap(q, len);
+	return NULL;
+}
+
+/*
  * Reserve len bytes of address space: no access and no commit charge
  * until om_os_commit opens part of it.  NULL on failure.
  */
