@@ -1254,17 +1254,16 @@ take_longer(struct dir_info *d, unsigned int k, size_t npages, int longest,
  * before it where nothing is mapped, else by mremap, which grows it in
  * place where the pages behind it are free and otherwise moves its page
  * tables, not its bytes.  Its pages stay resident, and only the new ones
- * fault in: a
- * buffer of a new, longer length touches fresh pages for what it adds to
- * the last one freed, where a mapping of its own would fault in every
- * page and the run would soon be evicted (bigbuf at 2-8 and 5-25 MiB;
- * glibc's heap reuses freed blocks so too).  Moved pages are not free
- * (here the first touch of each cost half a fresh page's fault), hence
- * the pages mapped below first: they took bigbuf's moves from 60% of
- * its grows to a third.  Elsewhere class 0 keeps the run for a shorter
- * request to cut: growing runs of 128-512 pages made bigbuf at 512 KiB-2
- * MiB 1.6 times slower.  The run stays cached if the kernel refuses.
- * NULL if no run was grown.
+ * fault in: a buffer of a new, longer length touches fresh pages for
+ * what it adds to the last one freed, where a mapping of its own would
+ * fault in every page and the run would soon be evicted (bigbuf at 2-8
+ * and 5-25 MiB; glibc's heap reuses freed blocks so too).  Moved pages
+ * are not free (here the first touch of each cost half a fresh page's
+ * fault), hence the pages mapped below first: they took bigbuf's moves
+ * from 60% of its grows to a third.  Elsewhere class 0 keeps the run for
+ * a shorter request to cut: growing runs of 128-512 pages made bigbuf at
+ * 512 KiB-2 MiB 1.6 times slower.  The run stays cached if the kernel
+ * refuses.  NULL if no run was grown.
  */
 static void *
 grow_shorter(struct dir_info *d, size_t npages, int *zeroed)
@@ -1320,9 +1319,9 @@ grow_shorter(struct dir_info *d, size_t npages, int *zeroed)
  * freed join again (merge_neighbours).  OpenBSD split a longer cached
  * region too, before it kept its cache by size.  A request of more than
  * 32 pages, cache_long or not, cuts class 0's runs, and with none long
- * enough may grow a shorter one (grow_shorter).  Requests of up to 3 pages,
- * chunk pages among them, take runs of their own length only: they have
- * the depot and batches mapped ahead.
+ * enough may grow a shorter one (grow_shorter).  Requests of up to 3
+ * pages, chunk pages among them, take runs of their own length only:
+ * they have the depot and batches mapped ahead.
  */
 void *
 om_cache_get(struct dir_info *d, size_t npages, int guarded, int *zeroed)

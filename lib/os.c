@@ -105,9 +105,9 @@ om_os_map(size_t len, int conceal)
 
 /*
  * Map len bytes of fresh, zeroed, read-write memory that end at p, if
- * nothing is mapped there (MAP_FIXED_NOREPLACE): p itself on success,
- * NULL otherwise.  A kernel older than the flag (4.17) takes the address
- * as a hint and may map elsewhere; that mapping is undone.
+ * nothing is mapped there (MAP_FIXED_NOREPLACE): their start, p - len,
+ * or NULL.  A kernel older than the flag (4.17) takes the address as a
+ * hint and may map elsewhere; that mapping is undone.
  */
 void *
 om_os_map_below(void *p, size_t len)
