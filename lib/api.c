@@ -4,8 +4,10 @@
  *
  * Fast path of malloc: read the cached thread id (om_self), index the pool
  * array, trylock, om_chunk_alloc or om_region_alloc, unlock.  Fast path of
- * free: the same pool, one hash probe; a pointer of another pool is found
- * by trying the others in turn (findpool), one lock at a time.
+ * free: the same pool, one hash probe; a chunk of another pool is queued,
+ * to be freed with others in one hold of its lock (queue, flush), and a
+ * page region of another pool is found through the owner hint, or by
+ * trying the others in turn (findpool), one lock at a time.
  *
  * om_self also records which pool the thread is inside, so that a call made
  * from a signal handler that interrupted the allocator is caught
@@ -296,10 +298,10 @@ findpool_slow(unsigned int own, const void *p, const char *func,
 }
 
 OM_INLINE struct dir_info *
-findpool(struct dir_info *own, const void *p, const char *func,
-    struct region_info **rp)
+findpool(struct dir_info *own, unsigned int hint, const void *p,
+    const char *func, struct region_info **rp)
 {
-	unsigned int hint = om_region_owner_hint(p), h = hint & OM_HINT_POOL;
+	unsigned int h = hint & OM_HINT_POOL;
 	struct dir_info *d = own;
 
 	if (OM_UNLIKELY(h != 0 && h - 1 != own->index) &&
@@ -345,8 +347,11 @@ find_unopened(const char *func, const void *p, struct region_info **rp)
 	    p, func, rp);
 }
 
-/* The pool that owns a pointer we are asked to free or resize, locked,
- * with the pointer's region entry in *rp. */
+static void flush(unsigned int own);
+
+/* The pool that owns a pointer we are asked to resize or free, locked,
+ * with the pointer's region entry in *rp.  The thread's queued frees are
+ * made first: p may be one of them. */
 OM_INLINE struct dir_info *
 find_ptr(const char *func, const void *p, struct region_info **rp)
 {
@@ -354,7 +359,9 @@ find_ptr(const char *func, const void *p, struct region_info **rp)
 
 	if (OM_UNLIKELY(own == NULL))
 		return find_unopened(func, p, rp);
-	return findpool(own, p, func, rp);
+	if (OM_UNLIKELY(om_rq.n != 0))
+		flush(own->index);
+	return findpool(own, om_region_owner_hint(p), p, func, rp);
 }
 
 /* ------------------------------------------------------------------ */
@@ -428,6 +435,7 @@ trim_all(const char *func)
 	unsigned int i;
 	size_t pages = 0;
 
+	om_rq_flush();
 	for (i = 0; i <= mopts.npools; i++) {
 		struct dir_info *d = om_pool_if_open(i);
 
@@ -481,6 +489,15 @@ om_thread_exit(void *arg)
 	(void)arg;
 	if (OM_SELF_TID(self) == 0 || OM_SELF_BUSY(self) != 0)
 		return;
+	/* The queued frees are made now, and whatever a later destructor
+	 * frees goes straight to its pool. */
+	if (om_rq.state == OM_RQ_LISTED) {
+		om_rq_flush();
+		om_self |= (uint64_t)OM_SELF_INIT << 32;
+		om_pool_rq_unlist(&om_rq);
+		om_self = self;
+	}
+	om_rq.state = OM_RQ_CLOSED;
 	d = mopts.pools[OM_SELF_TID(self) & mopts.pool_mask];
 	if (__atomic_sub_fetch(&d->threads, 1, __ATOMIC_RELAXED) != 0)
 		return;
@@ -498,6 +515,102 @@ unlock_freed(struct dir_info *d)
 		retire(d);
 	else
 		unlock(d);
+}
+
+/*
+ * Frees into other pools, queued.  When a thread frees a chunk that the
+ * owner hint places in another pool, free does not take that pool's lock
+ * for it: the pointer joins the thread's queue (om_rq), and the queue is
+ * freed in one hold of the lock once it holds OM_RQ_LEN pointers, or the
+ * thread frees a chunk of yet another pool, or calls realloc, freezero,
+ * recallocarray or malloc_usable_size, trims, dumps or exits.
+ * A producer thread whose blocks a consumer frees then shares its pool's
+ * lock, and the cache lines the pool's metadata sits in, once per batch
+ * instead of once per block.
+ *
+ * Every check of free is made, under the owner's lock as before, only
+ * later: a bogus pointer, a double free across threads, a bad canary is
+ * reported when the queue is emptied, naming free and the pointer; junk
+ * is written then too.  So is a second free of a pointer still queued:
+ * the first of the two makes the second a double free.  Only chunks are
+ * queued (the hint says which pages hold them): a page region is freed
+ * at once.  F turns the queue off.
+ */
+static OM_NOINLINE void
+flush(unsigned int own)
+{
+	void *s[OM_RQ_LEN];
+	unsigned int i, n = om_rq.n;
+	struct dir_info *d = mopts.pools[om_rq.pool], *e;
+	struct region_info *r;
+
+	/* Emptied first: a fork meanwhile leaves no pointer that its child
+	 * would free twice, a signal handler's free a queue of its own. */
+	memcpy(s, om_rq.p, n * sizeof(s[0]));
+	__atomic_store_n(&om_rq.n, 0, __ATOMIC_RELEASE);
+	lock(d);
+	d->func = "free";
+	for (i = 0; i < n; i++) {
+		if (OM_UNLIKELY((r = om_region_lookup(d, s[i])) == NULL)) {
+			/* The hint was stale: the search free makes. */
+			unlock(d);
+			e = findpool_slow(own, s[i], "free", &r);
+			release(e, r, s[i], 0, 0);
+			unlock_freed(e);
+			lock(d);
+			d->func = "free";
+			continue;
+		}
+		found(own, d);
+		release(d, r, s[i], 0, 0);
+	}
+	unlock_freed(d);
+}
+
+/* Queue p, a chunk that pool j owns (see flush). */
+static OM_NOINLINE void
+queue(struct dir_info *own, unsigned int j, void *p)
+{
+	unsigned int n;
+
+	if (OM_UNLIKELY(om_rq.state != OM_RQ_LISTED)) {
+		/* After the thread's exit hook: nothing would empty it. */
+		if (om_rq.state == OM_RQ_CLOSED) {
+			struct region_info *r;
+			struct dir_info *d = findpool(own,
+			    om_region_owner_hint(p), p, "free", &r);
+
+			release(d, r, p, 0, 0);
+			unlock_freed(d);
+			return;
+		}
+		om_self |= (uint64_t)(own->index + 1) << 32;
+		om_pool_rq_list(&om_rq);
+		om_self = (uint32_t)om_self;
+	}
+	if (om_rq.n != 0 && om_rq.pool != j)
+		flush(own->index);
+	/* Busy while the queue changes: a signal handler's free would
+	 * otherwise change it under us. */
+	om_self |= (uint64_t)(own->index + 1) << 32;
+	n = om_rq.n;
+	__atomic_store_n(&om_rq.p[n], p, __ATOMIC_RELAXED);
+	om_rq.pool = j;
+	__atomic_store_n(&om_rq.n, n + 1, __ATOMIC_RELEASE);
+	om_self = (uint32_t)om_self;
+	if (n + 1 == OM_RQ_LEN)
+		flush(own->index);
+}
+
+/* Empty the calling thread's queue, if it is not inside the allocator. */
+void
+om_rq_flush(void)
+{
+	uint64_t self = om_self;
+
+	if (om_rq.n != 0 && OM_SELF_BUSY(self) == 0 &&
+	    OM_SELF_TID(self) != 0)
+		flush(OM_SELF_TID(self) & mopts.pool_mask);
 }
 
 /* ------------------------------------------------------------------ */
@@ -564,8 +677,9 @@ calloc(size_t n, size_t sz)
 OM_EXPORT void
 free(void *p)
 {
-	struct dir_info *d;
+	struct dir_info *own, *d;
 	struct region_info *r;
+	unsigned int hint, h;
 
 	if (p == NULL)
 		return;
@@ -584,7 +698,20 @@ free(void *p)
 	 */
 	if (OM_LIKELY(mopts.opt.junk != 0))
 		__builtin_prefetch(p, 1, 3);
-	d = find_ptr("free", p, &r);
+	own = enter("free");
+	if (OM_UNLIKELY(own == NULL))
+		d = find_unopened("free", p, &r);
+	else {
+		hint = om_region_owner_hint(p);
+		h = (hint & OM_HINT_POOL) - 1;
+		if (OM_UNLIKELY(h != own->index) && h < mopts.npools &&
+		    (hint >> OM_HINT_BUCKET_SHIFT) != 0 &&
+		    mopts.batch_frees) {
+			queue(own, h, p);
+			return;
+		}
+		d = findpool(own, hint, p, "free", &r);
+	}
 	release(d, r, p, 0, 0);
 	unlock_freed(d);
 }
@@ -1128,11 +1255,16 @@ __malloc_fork_unlock_child(void)
 	om_pool_fork_child();
 }
 
-/* D: the dump at exit.  A destructor, not atexit: nothing to register on
- * the way in, and it runs after the program's own exit handlers. */
+/* At exit the exiting thread's queued frees are made, so that their
+ * checks run, and with D the dump follows.  A destructor, not atexit:
+ * nothing to register on the way in, and it runs after the program's own
+ * exit handlers. */
 __attribute__((destructor)) static void
 exit_dump(void)
 {
-	if (__atomic_load_n(&om_ready, __ATOMIC_ACQUIRE) && mopts.opt.dump)
+	if (!__atomic_load_n(&om_ready, __ATOMIC_ACQUIRE))
+		return;
+	om_rq_flush();
+	if (mopts.opt.dump)
 		om_dump_exit();
 }

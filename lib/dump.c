@@ -55,9 +55,60 @@ leak_add(struct leaks *l, void *f, size_t bytes)
 	l->t[i].count++;
 }
 
-/* Every live allocation of d, by caller.  Pool locked. */
+/* The chunks threads have freed but still hold in their queues of frees
+ * into other pools (api.c), sorted: they are not leaks. */
+struct queued {
+	void **p;
+	size_t n, len;
+};
+
 static void
-leak_gather(struct dir_info *d, struct leaks *l)
+queued_gather(struct queued *q, int for_fatal)
+{
+	size_t n, gap, i, j;
+
+	q->n = 0;
+	n = om_pool_rq_gather(NULL, 0, for_fatal);
+	if (n == 0)
+		return;
+	/* Room for the queues that fill meanwhile. */
+	q->len = OM_PAGEROUND((n + 2 * OM_RQ_LEN) * sizeof(void *));
+	if ((q->p = om_os_map(q->len, 0)) == NULL)
+		return;
+	n = om_pool_rq_gather(q->p, q->len / sizeof(void *), for_fatal);
+	q->n = n < q->len / sizeof(void *) ? n : q->len / sizeof(void *);
+	/* Shell sort, with no call out of the library. */
+	for (gap = q->n / 2; gap > 0; gap /= 2)
+		for (i = gap; i < q->n; i++) {
+			void *v = q->p[i];
+
+			for (j = i; j >= gap &&
+			    (uintptr_t)q->p[j - gap] > (uintptr_t)v; j -= gap)
+				q->p[j] = q->p[j - gap];
+			q->p[j] = v;
+		}
+}
+
+static int
+queued_has(const struct queued *q, const void *p)
+{
+	size_t lo = 0, hi = q->n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if ((uintptr_t)q->p[mid] < (uintptr_t)p)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < q->n && q->p[lo] == p;
+}
+
+/* Every live allocation of d, by caller, but the queued frees.  Pool
+ * locked. */
+static void
+leak_gather(struct dir_info *d, struct leaks *l, const struct queued *q)
 {
 	size_t i;
 	unsigned int s;
@@ -73,7 +124,9 @@ leak_gather(struct dir_info *d, struct leaks *l)
 		}
 		struct chunk_info *info = om_region_chunk(r);
 		for (s = 0; s < info->total; s++)
-			if (om_chunk_slot_used(info, s))
+			if (om_chunk_slot_used(info, s) && (q->n == 0 ||
+			    !queued_has(q, (char *)info->page +
+			    (size_t)s * info->size)))
 				leak_add(l, om_chunk_caller(info, s),
 				    om_chunk_slot_reqsize(info, s));
 	}
@@ -252,6 +305,7 @@ om_dump_fd(int fd, int for_fatal)
 	struct om_buf o = { .fd = fd };
 	struct om_os_counts c;
 	struct leaks l = { 0 };
+	struct queued q = { 0 };
 	size_t len = 0;
 	unsigned int i;
 	unsigned long other[OM_MAX_POOLS + 1], searches[OM_MAX_POOLS + 1];
@@ -259,10 +313,13 @@ om_dump_fd(int fd, int for_fatal)
 
 	if (!__atomic_load_n(&om_ready, __ATOMIC_ACQUIRE))
 		return;
+	if (!for_fatal)
+		om_rq_flush();
 	if (mopts.opt.dump) {
 		l.total = 16384;
 		len = l.total * sizeof(struct leak);
 		l.t = om_os_map(len, 0);
+		queued_gather(&q, for_fatal);
 	}
 	om_buf_printf(&o, "******** Start dump %s *******\n", om_progname());
 	om_buf_printf(&o, "MT=%d M=%u I=1 F=%d U=%d J=%d R=%d X=%d C=%d "
@@ -311,7 +368,7 @@ om_dump_fd(int fd, int for_fatal)
 			om_chunk_flush_delayed(d);
 		dump_pool(&o, i, d, other[i], searches[i]);
 		if (mopts.opt.dump)
-			leak_gather(d, &l);
+			leak_gather(d, &l, &q);
 		dump_unlock(d, for_fatal, locked);
 	}
 	if (mopts.opt.dump)
@@ -320,6 +377,8 @@ om_dump_fd(int fd, int for_fatal)
 	om_buf_flush(&o);
 	if (l.t != NULL)
 		om_os_unmap(l.t, len);
+	if (q.p != NULL)
+		om_os_unmap(q.p, q.len);
 }
 
 /* D at exit or before a fatal abort: append to MALLOC_DUMP_FILE or to

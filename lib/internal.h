@@ -131,6 +131,7 @@ struct om_readonly {
 	int junk_validate_full;		/* J2, F: check every junk byte */
 	int bias_locks;			/* membarrier(2) granted: bias locks */
 	int exit_key_ok;		/* exit_key made: threads are counted */
+	int batch_frees;		/* frees into other pools queued */
 	pthread_key_t exit_key;		/* its destructor is om_thread_exit */
 };
 
@@ -492,6 +493,27 @@ void om_pool_fork_child(void);
 
 /* The per-thread word: kernel thread id, and the pool being held + 1. */
 extern __thread uint64_t om_self;
+
+/*
+ * A thread's frees of chunks that another pool owns, waiting to be done
+ * together in one hold of that pool's lock (api.c, queue).  Every listed
+ * queue is on one list under the init lock, for the dump: a queued chunk
+ * is no leak.  n is stored after the entries it counts, and both are
+ * read by other threads, so both go through atomic accesses.
+ */
+#define OM_RQ_LEN	32
+enum { OM_RQ_UNLISTED, OM_RQ_LISTED, OM_RQ_CLOSED };
+struct om_rq {
+	struct om_rq *next, *prev;
+	unsigned int pool;		/* the pool that owns every entry */
+	unsigned int n;
+	int state;			/* OM_RQ_*; closed at thread exit */
+	void *p[OM_RQ_LEN];
+};
+extern __thread struct om_rq om_rq;
+void om_pool_rq_list(struct om_rq *q);
+void om_pool_rq_unlist(struct om_rq *q);
+size_t om_pool_rq_gather(void **out, size_t max, int try);
 #define OM_SELF_TID(s)	((uint32_t)(s))
 
 long om_os_gettid(void);
@@ -855,6 +877,7 @@ void om_dump_exit(void);
 
 void om_lock(struct dir_info *d);
 void om_unlock(struct dir_info *d);
+void om_rq_flush(void);
 
 #pragma GCC visibility pop
 

@@ -6,7 +6,8 @@
  * pages and places each at a random offset, registers the fork hooks and
  * makes the option page read-only.  A thread's pool is tid & (npools - 1),
  * opened by the first thread that needs it; the tid is cached in om_self,
- * the library's one word of initial-exec TLS.
+ * a word of initial-exec TLS (the other is om_rq, the queue of a thread's
+ * frees into other pools).
  *
  * Invariant: mopts never changes after `ready` is set, so the fast path
  * reads it without a lock.
@@ -20,9 +21,13 @@
 
 union om_readonly_page om_ro __attribute__((aligned(4096)));
 __thread uint64_t om_self __attribute__((tls_model("initial-exec")));
+__thread struct om_rq om_rq __attribute__((tls_model("initial-exec")));
 
 static pthread_mutex_t init_mtx = PTHREAD_MUTEX_INITIALIZER;
 int om_ready;
+
+/* Every thread's queue of frees into other pools, under init_mtx. */
+static struct om_rq *rq_head;
 
 /* Fork bookkeeping: the forking thread and its nesting depth (a static
  * glibc calls the __malloc_fork_* hooks inside the pthread_atfork ones). */
@@ -314,6 +319,10 @@ init_locked(void)
 	    om_pool_fork_child);
 	mopts.exit_key_ok = pthread_key_create(&mopts.exit_key,
 	    om_thread_exit) == 0;
+	/* A queue is emptied when its thread exits, so only with the key;
+	 * and F asks for every free to be checked at once. */
+	mopts.batch_frees = mopts.exit_key_ok && !mopts.opt.freecheck &&
+	    mopts.npools > 1;
 
 	/* The options and the pool array never change from here on. */
 	om_os_readonly(&om_ro, sizeof(om_ro));
@@ -365,6 +374,62 @@ om_thread_init(void)
 		pthread_setspecific(mopts.exit_key, (void *)1);
 	}
 	return 0;
+}
+
+/* Put the calling thread's queue on the list (its first queued free). */
+void
+om_pool_rq_list(struct om_rq *q)
+{
+	pthread_mutex_lock(&init_mtx);
+	q->prev = NULL;
+	q->next = rq_head;
+	if (rq_head != NULL)
+		rq_head->prev = q;
+	rq_head = q;
+	q->state = OM_RQ_LISTED;
+	pthread_mutex_unlock(&init_mtx);
+}
+
+/* Take it off as its thread exits: the TLS block goes with the thread. */
+void
+om_pool_rq_unlist(struct om_rq *q)
+{
+	pthread_mutex_lock(&init_mtx);
+	if (q->prev != NULL)
+		q->prev->next = q->next;
+	else
+		rq_head = q->next;
+	if (q->next != NULL)
+		q->next->prev = q->prev;
+	q->state = OM_RQ_CLOSED;
+	pthread_mutex_unlock(&init_mtx);
+}
+
+/*
+ * Copy up to max of the pointers queued by every thread into out; returns
+ * how many there are.  The other threads go on queueing and emptying
+ * their queues meanwhile, so the copy is only as exact as a dump of a
+ * running process can be.  try: the fatal path, which may hold init_mtx.
+ */
+size_t
+om_pool_rq_gather(void **out, size_t max, int try)
+{
+	const struct om_rq *q;
+	size_t k = 0;
+	unsigned int i, n;
+
+	if (try ? pthread_mutex_trylock(&init_mtx) != 0 :
+	    pthread_mutex_lock(&init_mtx) != 0)
+		return 0;
+	for (q = rq_head; q != NULL; q = q->next) {
+		n = __atomic_load_n(&q->n, __ATOMIC_ACQUIRE);
+		for (i = 0; i < n && i < OM_RQ_LEN; i++, k++)
+			if (k < max)
+				out[k] = __atomic_load_n(&q->p[i],
+				    __ATOMIC_RELAXED);
+	}
+	pthread_mutex_unlock(&init_mtx);
+	return k;
 }
 
 /*
@@ -489,6 +554,13 @@ om_pool_fork_child(void)
 	 * yet: its next call looks up the tid again (om_thread_init). */
 	busy = om_self & ~(uint64_t)0xffffffff;
 	om_self = busy;
+	/* Only this thread's queue is left; the chunks the others had
+	 * queued stay in use here. */
+	rq_head = NULL;
+	if (om_rq.state == OM_RQ_LISTED) {
+		om_rq.next = om_rq.prev = NULL;
+		rq_head = &om_rq;
+	}
 	fork_owner = 0;
 	pthread_mutex_init(&init_mtx, NULL);
 	_IO_list_resetlock();

@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
@@ -165,6 +166,79 @@ realloc_after_free(void)
 {
 	char *p = malloc(32);
 
+	report_ptr(p);
+	free(p);
+	p = realloc(launder(p), 64);
+	free(p);
+	return survived();
+}
+
+/*
+ * A 32-byte chunk allocated by a thread of another pool, which has exited
+ * by the time this returns: one whose tid differs from the caller's in
+ * bit 0, hence in the pool at any pool count above one.  omalloc queues a
+ * free of it, to make it with others in one hold of that pool's lock.
+ * The thread leaves a second chunk allocated, so that its pool, left
+ * without a thread, is not retired by that free.
+ */
+struct other {
+	void *p, *keep;
+	long tid;
+};
+
+static void *
+alloc_there(void *arg)
+{
+	struct other *o = arg;
+
+	o->tid = syscall(SYS_gettid);
+	o->p = malloc(32);
+	o->keep = malloc(32);
+	return NULL;
+}
+
+static void *
+other_pool_chunk(void)
+{
+	long me = syscall(SYS_gettid);
+	struct other o = { 0 };
+
+	for (int i = 0; i < 100; i++) {
+		pthread_t t;
+
+		if (pthread_create(&t, NULL, alloc_there, &o) != 0 ||
+		    pthread_join(t, NULL) != 0)
+			return NULL;
+		if (((o.tid ^ me) & 1) != 0)
+			return o.p;
+	}
+	return NULL;
+}
+
+/* free(p); free(p) of another pool's chunk: both wait in the queue, and
+ * the second is caught when the queue is emptied (here at exit). */
+static int
+remote_double_free(void)
+{
+	char *p = other_pool_chunk();
+
+	if (p == NULL)
+		return failed("no thread in another pool");
+	report_ptr(p);
+	free(p);
+	free(launder(p));
+	return survived();
+}
+
+/* free(p); realloc(p, 64) of another pool's chunk: realloc makes the
+ * queued frees first, and finds p freed. */
+static int
+remote_realloc_after_free(void)
+{
+	char *p = other_pool_chunk();
+
+	if (p == NULL)
+		return failed("no thread in another pool");
 	report_ptr(p);
 	free(p);
 	p = realloc(launder(p), 64);
@@ -691,6 +765,8 @@ static const struct {
 	A(chunk_double_free_later),
 	A(region_double_free),
 	A(realloc_after_free),
+	A(remote_double_free),
+	A(remote_realloc_after_free),
 	A(free_stack),
 	A(free_static),
 	A(realloc_stack),

@@ -47,6 +47,13 @@ static const struct misuse_case misuse_cases[] = {
 	    "free(p); realloc(p, 64) of a 32-byte chunk"),
 	INFO("realloc_after_free", "F",
 	    "free(p); realloc(p, 64) of a 32-byte chunk"),
+	ABORT("remote_double_free", "", "free", R_DOUBLE, 1,
+	    "free(p); free(p) of a 32-byte chunk of another pool, both queued"),
+	ABORT("remote_double_free", "F", "free", R_DOUBLE, 1,
+	    "free(p); free(p) of a 32-byte chunk of another pool, both queued"),
+	ABORT("remote_realloc_after_free", "", "realloc",
+	    "use of freed pointer", 1,
+	    "free(p); realloc(p, 64) of a 32-byte chunk of another pool"),
 
 	/* Pointers that are not ours, or not the start of a block. */
 	ABORT("free_stack", "", "free", R_BOGUS, 1, "free of a stack array"),

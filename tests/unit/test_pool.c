@@ -20,6 +20,8 @@
 
 #include "omalloc.h"
 
+#include <malloc.h>
+
 /* The pool count MALLOC_OPTIONS asks for (only + and - matter). */
 static unsigned int
 expected_pools(void)
@@ -453,10 +455,12 @@ START_TEST(ownerless_pool_gives_back)
 	 * threads free them, the last one taking the ring with it. */
 	for (i = 0; i < LEAVE_N - 1; i++) {
 		free(l.kept[i]);
+		om_rq_flush();
 		assert_no_empty_page(d);
 	}
 	ck_assert_uint_gt(d->inuse, 0);
 	free(l.kept[i]);
+	om_rq_flush();
 	ck_assert_uint_eq(d->inuse, 0);
 	assert_kept_nothing(d);
 	for (b = 0; b < OM_NBUCKETS; b++)
@@ -470,10 +474,148 @@ START_TEST(ownerless_pool_gives_back)
 	ck_assert_int_eq(d->threads, 0);
 	for (i = 0; i < LEAVE_N; i++)
 		free(l.kept[i]);
+	om_rq_flush();
 	assert_kept_nothing(d);
 
 	unit_run(do_count_child, NULL, &c);
 	ck_assert_exited_ok(&c);
+}
+END_TEST
+
+/*
+ * Frees into another pool are queued and made in one hold of its lock
+ * (api.c, queue): a thread in another pool allocates blocks and exits,
+ * and this one frees them.
+ */
+#define REMOTE_N (OM_RQ_LEN + 8)
+
+struct remote {
+	unsigned int avoid;	/* this thread's pool */
+	int hit;
+	struct dir_info *d;
+	void *blk[REMOTE_N];
+	void *last;		/* keeps the pool from retiring */
+};
+
+static void *
+alloc_elsewhere(void *arg)
+{
+	struct remote *r = arg;
+	unsigned int tid = (unsigned int)syscall(SYS_gettid), i;
+
+	if ((tid & mopts.pool_mask) == r->avoid)
+		return NULL;
+	for (i = 0; i < REMOTE_N; i++)
+		r->blk[i] = malloc(64);
+	r->last = malloc(64);
+	r->d = mopts.pools[tid & mopts.pool_mask];
+	r->hit = 1;
+	return NULL;
+}
+
+static unsigned long
+locks_taken(const struct dir_info *d)
+{
+	return d->lock_plain + d->lock_biased;
+}
+
+START_TEST(remote_frees_batched)
+{
+	struct remote r = { 0 };
+	struct dir_info *d;
+	size_t inuse;
+	unsigned long locks, searches, left;
+	unsigned int own, i;
+	void *keep = malloc(10);
+
+	own = (unsigned int)syscall(SYS_gettid) & mopts.pool_mask;
+	ck_assert_int_eq(mopts.batch_frees, mopts.npools > 1 &&
+	    !mopts.opt.freecheck);
+	if (mopts.npools == 1) {
+		free(keep);
+		return;
+	}
+	r.avoid = own;
+	threads_until(alloc_elsewhere, &r, &r.hit);
+	d = r.d;
+	ck_assert_ptr_ne(d, mopts.pools[own]);
+	inuse = d->inuse;
+	locks = locks_taken(d);
+	searches = d->searches_from[own];
+	left = d->left_from[own];
+
+	if (!mopts.batch_frees) {
+		/* F: each free is made at once. */
+		free(r.blk[0]);
+		ck_assert_uint_eq(om_rq.n, 0);
+		ck_assert_uint_eq(d->inuse, inuse - 64);
+		ck_assert_uint_eq(locks_taken(d), locks + 1);
+		for (i = 1; i < REMOTE_N; i++)
+			free(r.blk[i]);
+		free(r.last);
+		free(keep);
+		return;
+	}
+	for (i = 0; i < OM_RQ_LEN - 1; i++) {
+		free(r.blk[i]);
+		ck_assert_uint_eq(om_rq.n, i + 1);
+	}
+	/* Nothing done in the owner yet. */
+	ck_assert_uint_eq(d->inuse, inuse);
+	ck_assert_uint_eq(locks_taken(d), locks);
+	ck_assert_uint_eq(d->searches_from[own], searches);
+	/* The queue full, all of it is freed under one lock, and every
+	 * free counted as a search that left this thread's pool. */
+	free(r.blk[i++]);
+	ck_assert_uint_eq(om_rq.n, 0);
+	ck_assert_uint_eq(d->inuse, inuse - OM_RQ_LEN * 64);
+	ck_assert_uint_eq(locks_taken(d), locks + 1);
+	ck_assert_uint_eq(d->searches_from[own], searches + OM_RQ_LEN);
+	ck_assert_uint_eq(d->left_from[own], left + OM_RQ_LEN);
+	/* A few more wait until this thread looks up a pointer. */
+	for (; i < REMOTE_N; i++)
+		free(r.blk[i]);
+	ck_assert_uint_eq(om_rq.n, REMOTE_N - OM_RQ_LEN);
+	ck_assert_uint_eq(d->inuse, inuse - OM_RQ_LEN * 64);
+	ck_assert_uint_ge(malloc_usable_size(keep), 10);
+	ck_assert_uint_eq(om_rq.n, 0);
+	ck_assert_uint_eq(d->inuse, inuse - REMOTE_N * 64);
+	ck_assert_uint_eq(locks_taken(d), locks + 2);
+	free(r.last);
+	free(keep);
+}
+END_TEST
+
+/* A free into a pool other than the queued ones' empties the queue
+ * first: a queue holds one pool's chunks. */
+START_TEST(remote_queue_one_pool)
+{
+	struct remote a = { 0 }, b = { 0 };
+	size_t inuse, inuse_b;
+	unsigned int own;
+
+	own = (unsigned int)syscall(SYS_gettid) & mopts.pool_mask;
+	if (!mopts.batch_frees || mopts.npools < 4)
+		return;
+	a.avoid = own;
+	threads_until(alloc_elsewhere, &a, &a.hit);
+	b.avoid = own;
+	while (b.d == NULL || b.d == a.d) {
+		b.hit = 0;
+		threads_until(alloc_elsewhere, &b, &b.hit);
+	}
+	inuse = a.d->inuse;
+	inuse_b = b.d->inuse;
+	free(a.blk[0]);
+	free(a.blk[1]);
+	ck_assert_uint_eq(om_rq.n, 2);
+	ck_assert_uint_eq(a.d->inuse, inuse);
+	free(b.blk[0]);
+	ck_assert_uint_eq(om_rq.n, 1);
+	ck_assert_uint_eq(a.d->inuse, inuse - 2 * 64);
+	om_rq_flush();
+	ck_assert_uint_eq(om_rq.n, 0);
+	ck_assert_uint_eq(b.d->inuse, inuse_b - 64);
 }
 END_TEST
 
@@ -651,6 +793,7 @@ START_TEST(bias_grant_revoke)
 	revoked = b.d->lock_revoked;
 	after = b.d->bias_after;
 	free(b.keep);
+	om_rq_flush();
 	bias1 = b.d->bias;
 	bias_in = b.d->bias_in;
 	ck_assert_int_eq(rc, 0);
@@ -700,6 +843,7 @@ START_TEST(bias_of_exited_thread)
 	ck_assert_int_eq(b.d->bias, (int)b.tid);
 	revoked = b.d->lock_revoked;
 	free(b.keep);
+	om_rq_flush();
 	ck_assert_int_eq(b.d->bias, 0);
 	ck_assert_int_eq(b.d->bias_in, 0);
 	ck_assert_int_eq(b.d->bias_who, 0);
@@ -1029,6 +1173,8 @@ main(void)
 	tcase_add_test(t, options_readonly);
 	tcase_add_test(t, thread_pool);
 	tcase_add_test(t, ownerless_pool_gives_back);
+	tcase_add_test(t, remote_frees_batched);
+	tcase_add_test(t, remote_queue_one_pool);
 	tcase_add_test(t, fork_hooks_lock_all);
 	tcase_add_test(t, fork_while_threads_allocate);
 	tcase_add_test(t, bias_grant_revoke);
