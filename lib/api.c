@@ -297,6 +297,23 @@ findpool_slow(unsigned int own, const void *p, const char *func,
 	om_fatal_in(func, "bogus pointer (double free?)", p);
 }
 
+/* A chunk another pool's thread allocated, most likely written last on
+ * another CPU: ask for its other junk lines too (free() asked for the
+ * first) before the lock, or while it waits in the queue. */
+OM_INLINE void
+prefetch_junk(const void *p, unsigned int hint)
+{
+	unsigned int b = hint >> OM_HINT_BUCKET_SHIFT;
+
+	if (b != 0 && b <= OM_NBUCKETS && mopts.opt.junk != 0) {
+		const uint16_t *o = mopts.junk_off[b - 1];
+
+		__builtin_prefetch((const char *)p + o[1], 1, 3);
+		__builtin_prefetch((const char *)p + o[2], 1, 3);
+		__builtin_prefetch((const char *)p + o[3], 1, 3);
+	}
+}
+
 OM_INLINE struct dir_info *
 findpool(struct dir_info *own, unsigned int hint, const void *p,
     const char *func, struct region_info **rp)
@@ -307,18 +324,8 @@ findpool(struct dir_info *own, unsigned int hint, const void *p,
 	if (OM_UNLIKELY(h != 0 && h - 1 != own->index) &&
 	    (h - 1 < mopts.npools || h - 1 == OM_MAX_POOLS)) {
 		unsigned int j = h - 1 < mopts.npools ? h - 1 : mopts.npools;
-		unsigned int b = hint >> OM_HINT_BUCKET_SHIFT;
 
-		/* A chunk another pool's thread allocated, most likely
-		 * written last on another CPU: its other junk lines too
-		 * (free() asked for the first), before the lock. */
-		if (b != 0 && b <= OM_NBUCKETS && mopts.opt.junk != 0) {
-			const uint16_t *o = mopts.junk_off[b - 1];
-
-			__builtin_prefetch((const char *)p + o[1], 1, 3);
-			__builtin_prefetch((const char *)p + o[2], 1, 3);
-			__builtin_prefetch((const char *)p + o[3], 1, 3);
-		}
+		prefetch_junk(p, hint);
 
 		/* Only an open pool can have set the hint. */
 		if (om_pool_used(j))
@@ -707,6 +714,7 @@ free(void *p)
 		if (OM_UNLIKELY(h != own->index) && h < mopts.npools &&
 		    (hint >> OM_HINT_BUCKET_SHIFT) != 0 &&
 		    mopts.batch_frees) {
+			prefetch_junk(p, hint);
 			queue(own, h, p);
 			return;
 		}
