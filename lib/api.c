@@ -547,14 +547,23 @@ static OM_NOINLINE void
 flush(unsigned int own)
 {
 	void *s[OM_RQ_LEN];
-	unsigned int i, n = om_rq.n;
-	struct dir_info *d = mopts.pools[om_rq.pool], *e;
+	unsigned int i, n;
+	struct dir_info *d, *e;
 	struct region_info *r;
 
-	/* Emptied first: a fork meanwhile leaves no pointer that its child
-	 * would free twice, a signal handler's free a queue of its own. */
+	/* Busy from here on: a signal handler that frees is caught rather
+	 * than let change the queue under us.  Emptied before the lock, so
+	 * that a fork meanwhile leaves no pointer its child would free
+	 * twice. */
+	om_self |= (uint64_t)(own + 1) << 32;
+	n = om_rq.n;
+	d = mopts.pools[om_rq.pool];
 	memcpy(s, om_rq.p, n * sizeof(s[0]));
 	__atomic_store_n(&om_rq.n, 0, __ATOMIC_RELEASE);
+	if (n == 0) {
+		om_self = (uint32_t)om_self;
+		return;
+	}
 	lock(d);
 	d->func = "free";
 	for (i = 0; i < n; i++) {
@@ -595,12 +604,17 @@ queue(struct dir_info *own, unsigned int j, void *p)
 		om_pool_rq_list(&om_rq);
 		om_self = (uint32_t)om_self;
 	}
-	if (om_rq.n != 0 && om_rq.pool != j)
-		flush(own->index);
 	/* Busy while the queue changes: a signal handler's free would
-	 * otherwise change it under us. */
-	om_self |= (uint64_t)(own->index + 1) << 32;
-	n = om_rq.n;
+	 * otherwise change it under us.  Room is made first, for a queue
+	 * of another pool's chunks, or one left full. */
+	for (;;) {
+		om_self |= (uint64_t)(own->index + 1) << 32;
+		n = om_rq.n;
+		if (n < OM_RQ_LEN && (n == 0 || om_rq.pool == j))
+			break;
+		om_self = (uint32_t)om_self;
+		flush(own->index);
+	}
 	__atomic_store_n(&om_rq.p[n], p, __ATOMIC_RELAXED);
 	om_rq.pool = j;
 	__atomic_store_n(&om_rq.n, n + 1, __ATOMIC_RELEASE);
