@@ -493,6 +493,20 @@ void om_pool_fork_child(void);
 
 /* The per-thread word: kernel thread id, and the pool being held + 1. */
 extern __thread uint64_t om_self;
+#define OM_SELF_TID(s)	((uint32_t)(s))
+
+long om_os_gettid(void);
+
+/* The calling thread's lock-owner id: its kernel thread id, never 0. */
+OM_INLINE int
+om_owner(void)
+{
+	uint32_t t = OM_SELF_TID(om_self);
+
+	return t != 0 ? (int)t : (int)om_os_gettid();
+}
+#define OM_SELF_BUSY(s) ((uint32_t)((s) >> 32) & 0xffff)
+#define OM_SELF_INIT	0xffffu		/* busy value while initialising */
 
 /*
  * A thread's frees of chunks that another pool owns, waiting to be done
@@ -514,20 +528,6 @@ extern __thread struct om_rq om_rq;
 void om_pool_rq_list(struct om_rq *q);
 void om_pool_rq_unlist(struct om_rq *q);
 size_t om_pool_rq_gather(void **out, size_t max, int try);
-#define OM_SELF_TID(s)	((uint32_t)(s))
-
-long om_os_gettid(void);
-
-/* The calling thread's lock-owner id: its kernel thread id, never 0. */
-OM_INLINE int
-om_owner(void)
-{
-	uint32_t t = OM_SELF_TID(om_self);
-
-	return t != 0 ? (int)t : (int)om_os_gettid();
-}
-#define OM_SELF_BUSY(s) ((uint32_t)((s) >> 32) & 0xffff)
-#define OM_SELF_INIT	0xffffu		/* busy value while initialising */
 
 OM_INLINE int
 om_pool_ok(const struct dir_info *d)

@@ -401,7 +401,6 @@ om_pool_rq_unlist(struct om_rq *q)
 		rq_head = q->next;
 	if (q->next != NULL)
 		q->next->prev = q->prev;
-	q->state = OM_RQ_CLOSED;
 	pthread_mutex_unlock(&init_mtx);
 }
 
