@@ -925,22 +925,22 @@ take_out(struct dir_info *d, unsigned int k, unsigned int i)
 /* Add a run to its class (which has room): a used one at the end of the
  * used runs, the first fresh one moving to the end.  The slot it took. */
 OM_INLINE uint32_t
-add_entry(struct dir_info *d, unsigned int k, const struct om_cache_entry *e)
+add_entry(struct dir_info *d, unsigned int k, struct om_cache_entry e)
 {
 	unsigned int n = d->cache_n[k]++;
 
-	if (!e->fresh) {
+	if (!e.fresh) {
 		unsigned int w = d->cache_warm[k]++;
 
 		*slot(d, k, n) = *slot(d, k, w);
 		n = w;
 	}
-	*slot(d, k, n) = *e;
+	*slot(d, k, n) = e;
 	d->cache_classes |= (uint64_t)1 << k;
 	d->cache_used++;
-	d->cache_pages += e->npages;
+	d->cache_pages += e.npages;
 	if (k == 0)
-		d->cache_big_pages += e->npages;
+		d->cache_big_pages += e.npages;
 	return d->cache_base[k] + n;
 }
 
@@ -973,7 +973,7 @@ keep_or_unmap(struct dir_info *d, const struct om_cache_entry *e)
 		.len = (size_t)e->npages << OM_PAGE_SHIFT };
 
 	if (room_for(d, k, e->npages) > 0) {
-		uint32_t at = add_entry(d, k, e);
+		uint32_t at = add_entry(d, k, *e);
 
 		if (!e->fresh)
 			bounds_add(d, e, at);
@@ -1096,7 +1096,7 @@ reserve:
 			.p = (uintptr_t)p + (i * npages << OM_PAGE_SHIFT),
 			.npages = (uint32_t)npages, .fresh = 1 };
 
-		add_entry(d, (unsigned int)npages, &rest);
+		add_entry(d, (unsigned int)npages, rest);
 	}
 	*zeroed = 1;
 	return p;
@@ -1798,8 +1798,15 @@ om_cache_put(struct dir_info *d, void *p, size_t npages, int guarded)
 	if (mopts.opt.freeunmap && datalen > 0 &&
 	    om_os_protect(p, datalen, 0) == 0)
 		noaccess = 1;
-	/* Built whole at the end: flags stored one byte at a time and the
-	 * entry then copied as words stall the copy. */
+	/*
+	 * Built whole at the end, and its address never taken: the
+	 * functions that need one get a copy.  Stored to the stack in
+	 * parts and copied from there into its slot in one piece, the
+	 * entry's load cannot be served from those stores: it waits for
+	 * every store before it to reach the cache, the junk just written
+	 * into the run among them, which takes long where the run was
+	 * last written on another CPU.
+	 */
 	struct om_cache_entry add = { .p = (uintptr_t)p,
 		.npages = (uint32_t)npages,
 		.guarded = (uint8_t)(guarded != 0), .junked = junked,
@@ -1811,7 +1818,10 @@ om_cache_put(struct dir_info *d, void *p, size_t npages, int guarded)
 	if (loop)
 		d->cache_taken = 0;
 	if (!guarded && !loop && npages > MERGE_MIN) {
-		merge_neighbours(d, &add, &lo, &hi);
+		struct om_cache_entry m = add;
+
+		merge_neighbours(d, &m, &lo, &hi);
+		add = m;
 		k = (int)run_class(add.npages);
 	}
 	make_room(d, (unsigned int)k, add.npages);
@@ -1825,13 +1835,16 @@ om_cache_put(struct dir_info *d, void *p, size_t npages, int guarded)
 		unmap_spans(d, &s, 1);
 		return;
 	}
-	at = add_entry(d, (unsigned int)k, &add);
+	at = add_entry(d, (unsigned int)k, add);
 	if (lo != NULL) {
 		/* make_room evicted, but the index was not rebuilt. */
 		lo->npages[1] = hi->npages[0] = add.npages;
 		lo->slot[1] = hi->slot[0] = at;
-	} else if (!guarded && !loop)
-		bounds_add(d, &add, at);
+	} else if (!guarded && !loop) {
+		struct om_cache_entry b = add;
+
+		bounds_add(d, &b, at);
+	}
 	if (OM_UNLIKELY(++d->cache_puts == OM_CACHE_DECAY_PUTS))
 		decay(d);
 	if ((OM_SELF_TID(om_self) & mopts.pool_mask) == d->index)
