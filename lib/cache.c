@@ -549,13 +549,14 @@ run_class(size_t npages)
  * runs that touch it with two probes (merge_neighbours) instead of a
  * search of every run.  Open addressing with linear probing.  It is made
  * when the first run longer than MERGE_MIN comes in (a program of short
- * runs never pays for it), and then written when a run comes in and only
- * then: an entry outlives its run, and a run moves between slots of its
- * class as others leave, so a run an entry names is checked against the
- * cache, and looked for in its class when it is no longer in the slot
- * the entry gives.  A get, the common case, costs the index nothing, and
- * so does a run a get took whole, freed straight back (a malloc/free
- * loop): its entries are kept for it.  When half full it is rebuilt from
+ * runs never pays for it), and then written when a run comes in or is
+ * cut for a request, and only then: an entry outlives its run, and a run
+ * moves between slots of its class as others leave, so a run an entry
+ * names is checked against the cache, and looked for in its class when
+ * it is no longer in the slot the entry gives.  A get of a run of the
+ * length asked for, the common case, costs the index nothing, and so
+ * does such a run freed straight back (a malloc/free loop): its entries
+ * are kept for it.  When half full it is rebuilt from
  * the cache, twice as big if the runs need it.  Fresh runs are not in
  * it: they are never merged.  Without memory to make or grow it, runs
  * that come in do not join until there is.
@@ -566,6 +567,18 @@ OM_INLINE uintptr_t
 run_end(const struct om_cache_entry *e)
 {
 	return e->p + ((uintptr_t)e->npages << OM_PAGE_SHIFT);
+}
+
+/* The slot of cache_taken that holds run p, or -1. */
+OM_INLINE int
+taken_slot(const struct dir_info *d, uintptr_t p)
+{
+	unsigned int i;
+
+	for (i = 0; i < OM_CACHE_TAKEN; i++)
+		if (d->cache_taken[i] == p)
+			return (int)i;
+	return -1;
 }
 
 OM_INLINE unsigned int
@@ -648,12 +661,13 @@ bounds_room(struct dir_info *d)
 	for (k = 0; k < OM_CACHE_CLASSES; k++)
 		for (i = 0; i < d->cache_warm[k]; i++)
 			bound_note(d, slot(d, k, i), d->cache_base[k] + i);
-	if (d->cache_taken != 0) {
-		struct om_cache_entry e = { .p = d->cache_taken,
-			.npages = d->cache_taken_npages };
+	for (i = 0; i < OM_CACHE_TAKEN; i++) {
+		struct om_cache_entry e = { .p = d->cache_taken[i],
+			.npages = d->cache_taken_npages[i] };
 
 		/* In no slot: found by a search of its class once back. */
-		bound_note(d, &e, UINT32_MAX);
+		if (e.p != 0)
+			bound_note(d, &e, UINT32_MAX);
 	}
 	return 0;
 }
@@ -696,10 +710,10 @@ bound_run(struct dir_info *d, struct om_cache_bound *b, int side,
 			    slot(d, k, i)->npages == npages)
 				break;
 		if (i == d->cache_warm[k]) {
-			/* Gone.  The run a get took whole last may come back
+			/* Gone.  A run a get took whole lately may come back
 			 * as it was, without a word to the index (see
 			 * om_cache_put): its entries stay. */
-			if (start != d->cache_taken)
+			if (taken_slot(d, start) < 0)
 				b->npages[side] = 0;
 			return -1;
 		}
@@ -1102,6 +1116,32 @@ reserve:
 	return p;
 }
 
+/* The live threads whose pool d is, as a count of runs to remember. */
+OM_INLINE unsigned int
+sharers(const struct dir_info *d)
+{
+	int n = __atomic_load_n(&d->threads, __ATOMIC_RELAXED);
+
+	return n <= 1 ? 1 : n < OM_CACHE_TAKEN ? (unsigned int)n :
+	    OM_CACHE_TAKEN;
+}
+
+/* A get took run p whole: if the program frees it back as it was (a
+ * malloc/free loop), the put leaves it as it is (see om_cache_put).  As
+ * many such runs are remembered as threads share the pool, up to
+ * OM_CACHE_TAKEN: the last one taken for each of their loops. */
+OM_INLINE void
+taken(struct dir_info *d, void *p, size_t npages)
+{
+	unsigned int t = d->cache_taken_next;
+
+	if (t >= sharers(d))
+		t = 0;
+	d->cache_taken[t] = (uintptr_t)p;
+	d->cache_taken_npages[t] = (uint32_t)npages;
+	d->cache_taken_next = t + 1;
+}
+
 /*
  * Take a run of class k, among its first n slots, that has npages pages,
  * the guard asked for and a start with no bit of mask set: from a random
@@ -1123,8 +1163,7 @@ take_fitting(struct dir_info *d, unsigned int k, unsigned int n,
 			continue;
 		if ((p = reuse(d, e, zeroed)) != NULL) {
 			remove_entry(d, k, i);
-			d->cache_taken = (uintptr_t)p;
-			d->cache_taken_npages = (uint32_t)npages;
+			taken(d, p, npages);
 		}
 		return p;
 	}
@@ -1239,11 +1278,29 @@ take_longer(struct dir_info *d, unsigned int k, size_t npages, int longest,
 {
 	unsigned int j;
 	int i = find_longer(d, k, npages, longest, &j);
+	struct om_cache_entry e;
+	void *p;
 
 	if (i < 0)
 		return NULL;
 	*zeroed = 0;
-	return take_front(d, j, (unsigned int)i, npages);
+	if ((p = take_front(d, j, (unsigned int)i, npages)) == NULL ||
+	    sharers(d) == 1)
+		return p;
+	/*
+	 * Threads that share the pool: the run cut to the length asked for
+	 * counts as taken whole.  Joined again at once to the rest of the
+	 * run it came from, it would be cut again for the next request of
+	 * its length, the other threads' runs of that length joining in
+	 * too as they come back.  It is in the index, so that the rest can
+	 * join it later.
+	 */
+	e.p = (uintptr_t)p;
+	e.npages = (uint32_t)npages;
+	taken(d, p, npages);
+	if (d->cache_bounds != NULL && bounds_room(d) == 0)
+		bound_note(d, &e, UINT32_MAX);
+	return p;
 }
 
 /*
@@ -1778,7 +1835,7 @@ om_cache_put(struct dir_info *d, void *p, size_t npages, int guarded)
 	uint8_t junked = 0, noaccess = 0;
 	struct om_cache_bound *lo = NULL, *hi = NULL;
 	uint32_t at;
-	int loop;
+	int loop, t;
 
 	if (k < 0 || d->cache_room[k] == 0 || (k == 0 && npages >
 	    d->cache_big_max)) {
@@ -1812,11 +1869,12 @@ om_cache_put(struct dir_info *d, void *p, size_t npages, int guarded)
 		.guarded = (uint8_t)(guarded != 0), .junked = junked,
 		.noaccess = noaccess };
 
-	/* The run a get took whole last, back again, is a malloc/free
+	/* A run a get took whole lately, back again, is a malloc/free
 	 * loop: left as it is, saving the loop the index's probes. */
-	loop = (uintptr_t)p == d->cache_taken;
+	t = taken_slot(d, (uintptr_t)p);
+	loop = t >= 0;
 	if (loop)
-		d->cache_taken = 0;
+		d->cache_taken[t] = 0;
 	if (!guarded && !loop && npages > MERGE_MIN) {
 		struct om_cache_entry m = add;
 

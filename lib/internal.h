@@ -61,6 +61,7 @@
 #define OM_CACHE_SMALL	32		/* cache classes by run length */
 #define OM_CACHE_BIG	512		/* longest run class 0 takes at first */
 #define OM_CACHE_GONE	4		/* lengths of long runs remembered */
+#define OM_CACHE_TAKEN	4		/* runs taken whole remembered */
 #define OM_CACHE_DECAY_PUTS 32768	/* a round of the cache's decay */
 #define OM_CACHE_LONG_SCALE 4	/* class 0's pages, times this: longest */
 #define OM_CACHE_CLASSES (OM_CACHE_SMALL + 1)
@@ -406,8 +407,10 @@ struct dir_info {
 						 * open addressing (mapped) */
 	unsigned int cache_bounds_mask;	/* its slots less one */
 	unsigned int cache_bounds_n;	/* addresses in it */
-	uintptr_t cache_taken;		/* the run a get took whole last */
-	uint32_t cache_taken_npages;	/* and its length */
+	/* The runs gets took whole last (0: none), and their lengths. */
+	uintptr_t cache_taken[OM_CACHE_TAKEN];
+	uint32_t cache_taken_npages[OM_CACHE_TAKEN];
+	unsigned int cache_taken_next;	/* the slot the next one takes */
 	unsigned int cache_puts;	/* puts this round (see decay) */
 	uint64_t cache_classes;		/* bit k: class k holds runs */
 	unsigned int cache_used;	/* runs */

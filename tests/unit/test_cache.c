@@ -1292,6 +1292,64 @@ START_TEST(loop_run_stays_apart)
 END_TEST
 
 /*
+ * Where threads share the pool, a run cut for a request counts as taken
+ * whole: freed straight back, it stays apart from the rest of the run it
+ * came from, which the next request of its length then takes whole, and
+ * the two make malloc/free loops instead of being joined and cut again
+ * for every request.  As many runs are remembered as threads share the
+ * pool (up to four); one taken before those comes back and joins its
+ * neighbours.
+ */
+START_TEST(shared_pool_keeps_runs_apart)
+{
+	struct dir_info *d = unit_pool();
+	int threads = d->threads, z = -1;
+	char *p, *q, *r, *s, *y;
+
+	if (d->cache_room[12] == 0 || d->cache_room[16] < 2 ||
+	    d->cache_room[32] == 0)
+		return;
+	d->threads = 2;
+	p = own_pages(d, 32);
+	y = own_pages(d, 12);
+	put_busy(d, y, 12);
+	put_busy(d, p, 32);
+	q = om_cache_get(d, 16, 0, &z);
+	ck_assert_ptr_eq(q, p);
+	put_busy(d, q, 16);
+	ck_assert_uint_eq(d->cache_n[16], 2);
+	ck_assert_uint_eq(d->cache_n[32], 0);
+
+	/* The two threads' loops: each run comes back as it went. */
+	q = om_cache_get(d, 16, 0, &z);
+	r = om_cache_get(d, 16, 0, &z);
+	ck_assert(q == p || q == p + 16 * OM_PAGE_SIZE);
+	ck_assert(r == p || r == p + 16 * OM_PAGE_SIZE);
+	put_busy(d, q, 16);
+	put_busy(d, r, 16);
+	ck_assert_uint_eq(d->cache_n[16], 2);
+	ck_assert_uint_eq(d->cache_n[32], 0);
+
+	/* A third run taken since q: q comes back as any other run and
+	 * takes in r, which it touches. */
+	q = om_cache_get(d, 16, 0, &z);
+	r = om_cache_get(d, 16, 0, &z);
+	s = om_cache_get(d, 12, 0, &z);
+	ck_assert_ptr_eq(s, y);
+	put_busy(d, r, 16);
+	ck_assert_uint_eq(d->cache_n[16], 1);
+	put_busy(d, q, 16);
+	ck_assert_uint_eq(d->cache_n[16], 0);
+	ck_assert_uint_eq(d->cache_n[32], 1);
+	ck_assert_uint_eq(d->cache[d->cache_base[32]].p, (uintptr_t)p);
+	put_busy(d, s, 12);
+	ck_assert_uint_eq(d->cache_n[12], 1);
+	d->threads = threads;
+	settle(d);
+}
+END_TEST
+
+/*
  * A miss for a run of up to 8 pages takes 16 pages at once: the rest of
  * the batch waits in the class, untouched, for the next requests.  All
  * of it comes from the pool's reserve: one mmap for the lot.
@@ -1797,6 +1855,7 @@ main(void)
 	tcase_add_test(t, runs_join_through_index);
 	tcase_add_test(t, class0_drops_longest);
 	tcase_add_test(t, loop_run_stays_apart);
+	tcase_add_test(t, shared_pool_keeps_runs_apart);
 	tcase_add_test(t, long_mode_keeps_newest);
 	tcase_add_test(t, long_mode_grows_shorter);
 	tcase_add_test(t, longest_runs_never_kept);
