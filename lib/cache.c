@@ -556,10 +556,10 @@ run_class(size_t npages)
  * it is no longer in the slot the entry gives.  A get of a run of the
  * length asked for, the common case, costs the index nothing, and so
  * does such a run freed straight back (a malloc/free loop): its entries
- * are kept for it.  When half full it is rebuilt from
- * the cache, twice as big if the runs need it.  Fresh runs are not in
- * it: they are never merged.  Without memory to make or grow it, runs
- * that come in do not join until there is.
+ * are kept for it.  When half full it is rebuilt from the cache, twice as
+ * big if the runs need it.  Fresh runs are not in it: they are never
+ * merged.  Without memory to make or grow it, runs that come in do not
+ * join until there is.
  */
 #define BOUNDS_MIN 128		/* slots of the first index */
 
@@ -1278,7 +1278,6 @@ take_longer(struct dir_info *d, unsigned int k, size_t npages, int longest,
 {
 	unsigned int j;
 	int i = find_longer(d, k, npages, longest, &j);
-	struct om_cache_entry e;
 	void *p;
 
 	if (i < 0)
@@ -1295,11 +1294,13 @@ take_longer(struct dir_info *d, unsigned int k, size_t npages, int longest,
 	 * too as they come back.  It is in the index, so that the rest can
 	 * join it later.
 	 */
-	e.p = (uintptr_t)p;
-	e.npages = (uint32_t)npages;
 	taken(d, p, npages);
-	if (d->cache_bounds != NULL && bounds_room(d) == 0)
+	if (d->cache_bounds != NULL && bounds_room(d) == 0) {
+		struct om_cache_entry e = { .p = (uintptr_t)p,
+			.npages = (uint32_t)npages };
+
 		bound_note(d, &e, UINT32_MAX);
+	}
 	return p;
 }
 
