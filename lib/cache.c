@@ -1278,6 +1278,7 @@ take_longer(struct dir_info *d, unsigned int k, size_t npages, int longest,
 {
 	unsigned int j;
 	int i = find_longer(d, k, npages, longest, &j);
+	struct om_cache_entry e = { 0 };
 	void *p;
 
 	if (i < 0)
@@ -1295,12 +1296,9 @@ take_longer(struct dir_info *d, unsigned int k, size_t npages, int longest,
 	 * join it later.
 	 */
 	taken(d, p, npages);
-	if (d->cache_bounds != NULL && bounds_room(d) == 0) {
-		struct om_cache_entry e = { .p = (uintptr_t)p,
-			.npages = (uint32_t)npages };
-
-		bound_note(d, &e, UINT32_MAX);
-	}
+	e.p = (uintptr_t)p;
+	e.npages = (uint32_t)npages;
+	bounds_add(d, &e, UINT32_MAX);
 	return p;
 }
 
