@@ -78,7 +78,7 @@ static OM_COLD OM_NOINLINE void
 lock_unbiased(struct dir_info *d, int owner, int admin)
 {
 	if (d->bias != 0) {
-		if (d->bias != owner)
+		if (OM_BIAS_TID(d->bias) != owner)
 			om_pool_bias_revoke(d, 0, !admin);
 	} else if (d->bias_cand != owner) {
 		d->bias_cand = owner;
@@ -103,28 +103,32 @@ lock_as(struct dir_info *d, int admin)
 {
 	int owner = om_owner();
 	uint64_t busy = (uint32_t)om_self | (uint64_t)(d->index + 1) << 32;
+	uint64_t bias;
 
 	if (__libc_single_threaded && d->mtx.w == 0) {
 		om_self = busy;
 		d->mtx.w = owner;
 		goto plain;
 	}
-	if (__atomic_load_n(&d->bias, __ATOMIC_RELAXED) == owner) {
+	bias = __atomic_load_n(&d->bias, __ATOMIC_RELAXED);
+	if (OM_BIAS_TID(bias) == owner) {
+		int *in = OM_BIAS_FLAG(d, bias);
+
 		/* Busy, and marked as holding through the bias, before the
 		 * announcement: a signal handler must not enter d now. */
-		om_self = busy | OM_SELF_BIASED;
+		om_self = busy | bias;
 		__atomic_signal_fence(__ATOMIC_SEQ_CST);
-		__atomic_store_n(&d->bias_in, 1, __ATOMIC_RELAXED);
+		__atomic_store_n(in, 1, __ATOMIC_RELAXED);
 		__atomic_signal_fence(__ATOMIC_SEQ_CST);
 		if (OM_LIKELY(__atomic_load_n(&d->mtx.w,
 		    __ATOMIC_RELAXED) == 0 && __atomic_load_n(&d->bias,
-		    __ATOMIC_RELAXED) == owner)) {
+		    __ATOMIC_RELAXED) == bias)) {
 			__atomic_signal_fence(__ATOMIC_SEQ_CST);
 			d->lock_biased++;
 			om_pool_check(d);
 			return;
 		}
-		__atomic_store_n(&d->bias_in, 0, __ATOMIC_RELEASE);
+		__atomic_store_n(in, 0, __ATOMIC_RELEASE);
 	}
 	om_self = busy;
 	if (OM_UNLIKELY(!om_mutex_trylock(&d->mtx, owner)))
@@ -153,8 +157,9 @@ lock_admin(struct dir_info *d)
 OM_INLINE void
 release_lock(struct dir_info *d)
 {
-	if (om_self & OM_SELF_BIASED)
-		__atomic_store_n(&d->bias_in, 0, __ATOMIC_RELEASE);
+	if (om_self >> OM_BIAS_SHIFT)
+		__atomic_store_n(OM_BIAS_FLAG(d, om_self), 0,
+		    __ATOMIC_RELEASE);
 	else if (__libc_single_threaded)
 		d->mtx.w = 0;
 	else

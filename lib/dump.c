@@ -274,8 +274,9 @@ dump_lock(struct dir_info *d, int for_fatal)
 		/* A bias is taken back, but the wait for its holder is
 		 * bounded; a pool this thread holds through its bias is
 		 * busy, like one whose w it holds. */
-		if (d->bias != 0 && (d->bias == me ?
-		    d->bias_in : om_pool_bias_revoke(d, 1000, 0) != 0)) {
+		if (d->bias != 0 && (OM_BIAS_TID(d->bias) == me ?
+		    *OM_BIAS_FLAG(d, d->bias) :
+		    om_pool_bias_revoke(d, 1000, 0) != 0)) {
 			om_mutex_unlock(&d->mtx);
 			return 0;
 		}

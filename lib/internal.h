@@ -256,28 +256,57 @@ om_mutex_unlock(struct om_mutex *m)
 
 /*
  * A biased pool lock.  A pool that one thread has taken OM_BIAS_FIRST
- * times in a row is handed to that thread: it then enters by setting
- * bias_in and checking that nobody holds w, with no atomic instruction.
- * That is Dekker's store-then-load, which x86 may reorder; the other side
- * makes it sound: any other thread takes w as usual, clears the bias and
- * calls membarrier(2), which runs a full barrier on every CPU running a
- * thread of the process, then waits for bias_in to drop.  After the
- * barrier either the biased thread's bias_in store is visible, or its
- * later loads see w taken and the bias gone and it falls back to w.  Each
- * revocation costs a system call and inter-processor interrupts, so a
- * revocation by a thread that needs the pool doubles the run that earns
- * the bias back (OM_BIAS_MAX at most): pools that really are shared
- * settle on the plain lock.  The bias of a thread that has exited is
+ * times in a row is handed to that thread: it then enters by setting its
+ * flag in bias_in and checking that nobody holds w, with no atomic
+ * instruction.  That is Dekker's store-then-load, which x86 may reorder;
+ * the other side makes it sound: any other thread takes w as usual,
+ * clears the bias and calls membarrier(2), which runs a full barrier on
+ * every CPU running a thread of the process, then waits for the flag to
+ * drop.  After the barrier either the biased thread's flag store is
+ * visible, or its later loads see w taken and the bias gone and it falls
+ * back to w.  Each revocation costs a system call and inter-processor
+ * interrupts.  A bias taken back after fewer than OM_BIAS_PAYS biased
+ * acquisitions by a thread that needs the pool doubles the run that earns
+ * it back (OM_BIAS_MAX at most): pools that really are shared settle on
+ * the plain lock.  One taken back after more paid for its revocation
+ * many times over (a membarrier call, 2.5-5 us on a 2-CPU VM, and the
+ * run that earns the bias back; a biased acquisition and release save
+ * about 10 ns), and the run stays OM_BIAS_FIRST: threads that share a
+ * pool but take turns at it, as more threads than CPUs do a time slice at
+ * a time, each earn it in turn.  The bias of a thread that has exited is
  * taken back with neither: threads come and go, and the next one to run
- * alone in the pool earns the bias as the first did.  bias_in has one
- * writer: a pool's bias goes to one thread for as long as that thread
- * lives (bias_who), since a thread that lost the bias may still be about
- * to store to bias_in, and would clear another holder's flag.  Without
- * membarrier (old kernels, seccomp), no pool is ever biased.
+ * alone in the pool earns the bias as the first did.
+ *
+ * Each flag has one writer: a flag (a slot of bias_in) belongs to one
+ * thread for as long as that thread lives (bias_who), since a thread that
+ * lost the bias may still be about to store to its flag, and would clear
+ * another holder's.  The bias word names the thread and its slot, read
+ * in one load, so a thread that finds the bias its own enters through its
+ * own flag; release_lock finds the flag in om_self.  OM_BIAS_SLOTS
+ * threads may take turns at a pool's bias; others share the plain lock.
+ * Without membarrier (old kernels, seccomp), no pool is ever biased.
  */
 #define OM_BIAS_FIRST	1024u
 #define OM_BIAS_MAX	(1u << 24)
-#define OM_SELF_BIASED	((uint64_t)1 << 63)	/* in om_self: held biased */
+#define OM_BIAS_PAYS	(16u * OM_BIAS_FIRST)
+#define OM_BIAS_SLOTS	4
+/*
+ * The bias word: the thread (never 0) in the low 32 bits, and from bit
+ * OM_BIAS_SHIFT the offset of its flag in struct dir_info.  The thread
+ * that finds its own id there ORs the word into om_self, whose low bits
+ * are the same id and whose middle ones are free for the busy pool: a
+ * hold through the bias is then om_self >> OM_BIAS_SHIFT, never 0, and
+ * that is where release_lock clears the flag.
+ */
+#define OM_BIAS_SHIFT	48
+#define OM_BIAS_FLAG0	offsetof(struct dir_info, bias_in)
+#define OM_BIAS(tid, slot) ((uint64_t)(uint32_t)(tid) | (uint64_t) \
+	(OM_BIAS_FLAG0 + (slot) * sizeof(int)) << OM_BIAS_SHIFT)
+#define OM_BIAS_TID(b)	((int)(uint32_t)(b))
+#define OM_BIAS_SLOT(b)	((unsigned int)((((b) >> OM_BIAS_SHIFT) - \
+	OM_BIAS_FLAG0) / sizeof(int)))
+#define OM_BIAS_FLAG(d, b) \
+	((int *)(void *)((char *)(d) + ((b) >> OM_BIAS_SHIFT)))
 
 /* ------------------------------------------------------------------ */
 /* The pool (pool.c): struct dir_info, OpenBSD's name for it. */
@@ -353,9 +382,8 @@ struct om_span {
 struct dir_info {
 	uintptr_t canary1;
 	struct om_mutex mtx;
-	int bias;			/* thread the lock is biased to, or 0 */
-	int bias_in;			/* that thread holds the lock */
-	int bias_who;			/* only live thread that may have it */
+	uint64_t bias;			/* OM_BIAS(thread, slot), or 0 */
+	int bias_in[OM_BIAS_SLOTS];	/* the slot's thread holds the lock */
 	int bias_cand;			/* thread that took w last ... */
 	unsigned int bias_run;		/* ... that many times in a row */
 	unsigned int bias_after;	/* run that earns the bias */
@@ -469,6 +497,9 @@ struct dir_info {
 	unsigned long lock_plain, lock_contended;
 	unsigned long long lock_wait_ns;
 	unsigned long lock_biased, lock_revoked;
+	/* lock_biased when the bias was last granted */
+	unsigned long bias_since;
+	int bias_who[OM_BIAS_SLOTS];	/* only live thread a slot may serve */
 
 	uintptr_t canary2;
 };

@@ -162,40 +162,64 @@ bias_backoff(struct dir_info *d)
 		d->bias_after *= 2;
 }
 
+/* The slot of bias_in that owner enters d through: its own, else one
+ * never used, else one whose thread has exited (no store of that thread's
+ * can come any more).  -1 if every slot serves a live thread. */
+static int
+bias_slot(struct dir_info *d, int owner)
+{
+	int s, free = -1;
+
+	for (s = 0; s < OM_BIAS_SLOTS; s++) {
+		if (d->bias_who[s] == owner)
+			return s;
+		if (free < 0 && d->bias_who[s] == 0)
+			free = s;
+	}
+	for (s = 0; free < 0 && s < OM_BIAS_SLOTS; s++)
+		if (!om_os_thread_alive(d->bias_who[s]))
+			free = s;
+	if (free >= 0) {
+		d->bias_who[free] = owner;
+		d->bias_in[free] = 0;
+	}
+	return free;
+}
+
 /* owner took w bias_after times in a row: from now on it enters d without
  * an atomic instruction.  Every other thread takes w first and so finds
- * the bias and revokes it.  Only the thread that had d's bias first may
- * have it again while it lives (see internal.h); asking for it costs a
- * system call, so a refusal doubles the run too. */
+ * the bias and revokes it.  A slot of bias_in serves one thread while it
+ * lives (see internal.h); with none left, asking costs system calls, so
+ * a refusal doubles the run too. */
 void
 om_pool_bias_grant(struct dir_info *d, int owner)
 {
+	int s;
+
 	if (!mopts.bias_locks || d->conceal) {
 		/* Never: keep the run from asking again at every lock. */
 		d->bias_run = 0;
 		d->bias_after = OM_BIAS_MAX;
 		return;
 	}
-	if (d->bias_who != owner) {
-		if (d->bias_who != 0 && om_os_thread_alive(d->bias_who)) {
-			bias_backoff(d);
-			return;
-		}
-		d->bias_who = owner;
-		d->bias_in = 0;
+	if ((s = bias_slot(d, owner)) < 0) {
+		bias_backoff(d);
+		return;
 	}
-	__atomic_store_n(&d->bias, owner, __ATOMIC_RELAXED);
+	d->bias_since = d->lock_biased;
+	__atomic_store_n(&d->bias, OM_BIAS(owner, s), __ATOMIC_RELAXED);
 }
 
 /* Wait for the biased thread's current hold, if any, to end.
  * spins > 0 bounds the wait (the fatal path must not hang): returns -1
  * when the holder is still inside after that many tries, else 0. */
 static int
-bias_wait(struct dir_info *d, int spins)
+bias_wait(struct dir_info *d, unsigned int slot, int spins)
 {
 	int i;
 
-	for (i = 0; __atomic_load_n(&d->bias_in, __ATOMIC_ACQUIRE); i++) {
+	for (i = 0; __atomic_load_n(&d->bias_in[slot], __ATOMIC_ACQUIRE);
+	    i++) {
 		if (spins > 0 && i >= spins)
 			return -1;
 		if (i < 100)
@@ -207,17 +231,21 @@ bias_wait(struct dir_info *d, int spins)
 }
 
 /* Take the bias back.  After the barrier the biased thread either is
- * visibly inside (bias_in set) or will see w taken and the bias gone.
- * backoff: a thread that needs the pool took it, so the pool is shared
- * and the next bias costs a longer run; a visit of every pool (fork, a
- * dump, a trim, statistics) says nothing of that. */
+ * visibly inside (its flag set) or will see w taken and the bias gone.
+ * backoff: a thread that needs the pool took it, so the pool is shared:
+ * unless the bias served OM_BIAS_PAYS acquisitions, the next costs a
+ * longer run.  A visit of every pool (fork, a dump, a trim, statistics)
+ * says nothing of that. */
 static void
 bias_clear(struct dir_info *d, int backoff)
 {
 	__atomic_store_n(&d->bias, 0, __ATOMIC_RELAXED);
-	if (backoff)
+	if (backoff && d->lock_biased - d->bias_since < OM_BIAS_PAYS)
 		bias_backoff(d);
-	else
+	else if (backoff) {
+		d->bias_run = 0;
+		d->bias_after = OM_BIAS_FIRST;
+	} else
 		d->bias_run = 0;
 	d->lock_revoked++;
 }
@@ -238,13 +266,15 @@ barrier_all(void)
 int
 om_pool_bias_revoke(struct dir_info *d, int spins, int backoff)
 {
-	if (!om_os_thread_alive(d->bias)) {
+	unsigned int slot = OM_BIAS_SLOT(d->bias);
+
+	if (!om_os_thread_alive(OM_BIAS_TID(d->bias))) {
 		/* Its thread has exited, and so left every pool: there is
 		 * nothing to wait for, and the pool was not shared with it.
 		 * Whoever runs it long enough now may have the bias. */
 		__atomic_store_n(&d->bias, 0, __ATOMIC_RELAXED);
-		d->bias_in = 0;
-		d->bias_who = 0;
+		d->bias_in[slot] = 0;
+		d->bias_who[slot] = 0;
 		d->bias_run = 0;
 		d->bias_after = OM_BIAS_FIRST;
 		d->lock_revoked++;
@@ -252,7 +282,7 @@ om_pool_bias_revoke(struct dir_info *d, int spins, int backoff)
 	}
 	bias_clear(d, backoff);
 	barrier_all();
-	return bias_wait(d, spins);
+	return bias_wait(d, slot, spins);
 }
 
 /*
@@ -459,7 +489,7 @@ extern void _IO_list_resetlock(void);
 void
 om_pool_fork_prepare(void)
 {
-	unsigned int i;
+	unsigned int i, s;
 	int me, revoked = 0;
 
 	if (!__atomic_load_n(&om_ready, __ATOMIC_ACQUIRE))
@@ -475,24 +505,29 @@ om_pool_fork_prepare(void)
 	for (i = 0; i <= mopts.npools; i++) {
 		/* Unopened pools stay so: init_mtx is held. */
 		struct dir_info *d = om_pool_if_open(i);
+		/* Read once: another thread may take the bias back. */
+		uint64_t b = d != NULL ?
+		    __atomic_load_n(&d->bias, __ATOMIC_RELAXED) : 0;
 
 		fork_took[i] = d != NULL &&
 		    __atomic_load_n(&d->mtx.w, __ATOMIC_RELAXED) != me &&
-		    !(d->bias == me && d->bias_in);
+		    !(OM_BIAS_TID(b) == me && *OM_BIAS_FLAG(d, b));
 		if (!fork_took[i])
 			continue;
 		om_mutex_lock(&d->mtx, me);
 		/* Other threads' biases go, with one barrier for them all. */
-		if (d->bias != 0 && d->bias != me) {
+		if (d->bias != 0 && OM_BIAS_TID(d->bias) != me) {
 			bias_clear(d, 0);
 			revoked = 1;
 		}
 	}
 	if (revoked) {
 		barrier_all();
+		/* Every slot: the one the bias named, and any other
+		 * thread's try that has yet to see w taken. */
 		for (i = 0; i <= mopts.npools; i++)
-			if (fork_took[i])
-				bias_wait(om_pool_at(i), 0);
+			for (s = 0; fork_took[i] && s < OM_BIAS_SLOTS; s++)
+				bias_wait(om_pool_at(i), s, 0);
 	}
 	om_cache_fork_prepare();
 	om_os_fork_prepare();
@@ -540,8 +575,8 @@ om_pool_fork_child(void)
 			om_mutex_init(&d->mtx);
 		/* The threads the biases name do not exist here. */
 		d->bias = 0;
-		d->bias_in = 0;
-		d->bias_who = 0;
+		memset(d->bias_in, 0, sizeof(d->bias_in));
+		memset(d->bias_who, 0, sizeof(d->bias_who));
 		/* Nor the threads counted: this one is counted again by its
 		 * next call. */
 		if (i < mopts.npools && mopts.exit_key_ok)

@@ -756,8 +756,8 @@ earn_bias(void *arg)
 
 		free(p);
 	}
-	b->biased = __atomic_load_n(&b->d->bias, __ATOMIC_RELAXED) ==
-	    (int)b->tid;
+	b->biased = OM_BIAS_TID(__atomic_load_n(&b->d->bias,
+	    __ATOMIC_RELAXED)) == (int)b->tid;
 	b->biased_locks = b->d->lock_biased - before;
 	b->keep = malloc(48);
 	/* Stay alive, out of the allocator, until the test is done: a
@@ -776,7 +776,8 @@ START_TEST(bias_grant_revoke)
 	pthread_t t;
 	unsigned long revoked;
 	unsigned int after;
-	int bias0, bias1, bias_in, rc;
+	uint64_t bias0, bias1;
+	int bias_in, rc;
 
 	unit_init();
 	if (!membarrier_works()) {
@@ -795,12 +796,12 @@ START_TEST(bias_grant_revoke)
 	free(b.keep);
 	om_rq_flush();
 	bias1 = b.d->bias;
-	bias_in = b.d->bias_in;
+	bias_in = bias0 != 0 ? *OM_BIAS_FLAG(b.d, bias0) : -1;
 	ck_assert_int_eq(rc, 0);
 	ck_assert(b.biased);
 	ck_assert_uint_gt(b.biased_locks, 2 * OM_BIAS_FIRST);
-	ck_assert_int_eq(bias0, (int)b.tid);
-	ck_assert_int_eq(bias1, 0);
+	ck_assert_int_eq(OM_BIAS_TID(bias0), (int)b.tid);
+	ck_assert_uint_eq(bias1, 0);
 	ck_assert_int_eq(bias_in, 0);
 	ck_assert_uint_eq(b.d->lock_revoked, revoked + 1);
 	ck_assert_uint_eq(b.d->bias_after, after * 2);
@@ -817,6 +818,7 @@ START_TEST(bias_of_exited_thread)
 	struct bias_run b = { 0 };
 	pthread_t t;
 	unsigned long revoked;
+	uint64_t bias;
 	int rc, i;
 
 	unit_init();
@@ -840,13 +842,14 @@ START_TEST(bias_of_exited_thread)
 	for (i = 0; i < 1000 && om_os_thread_alive((int)b.tid); i++)
 		usleep(1000);
 	ck_assert(!om_os_thread_alive((int)b.tid));
-	ck_assert_int_eq(b.d->bias, (int)b.tid);
+	bias = b.d->bias;
+	ck_assert_int_eq(OM_BIAS_TID(bias), (int)b.tid);
 	revoked = b.d->lock_revoked;
 	free(b.keep);
 	om_rq_flush();
-	ck_assert_int_eq(b.d->bias, 0);
-	ck_assert_int_eq(b.d->bias_in, 0);
-	ck_assert_int_eq(b.d->bias_who, 0);
+	ck_assert_uint_eq(b.d->bias, 0);
+	ck_assert_int_eq(b.d->bias_in[OM_BIAS_SLOT(bias)], 0);
+	ck_assert_int_eq(b.d->bias_who[OM_BIAS_SLOT(bias)], 0);
 	ck_assert_uint_eq(b.d->lock_revoked, revoked + 1);
 	ck_assert_uint_eq(b.d->bias_after, OM_BIAS_FIRST);
 }
@@ -874,8 +877,8 @@ earn_twice(void *arg)
 
 			free(p);
 		}
-		b->biased[phase] = __atomic_load_n(&b->d->bias,
-		    __ATOMIC_RELAXED) == (int)b->tid;
+		b->biased[phase] = OM_BIAS_TID(__atomic_load_n(&b->d->bias,
+		    __ATOMIC_RELAXED)) == (int)b->tid;
 		__atomic_store_n(&b->ready, (int)phase + 1, __ATOMIC_RELEASE);
 		while (__atomic_load_n(&b->go, __ATOMIC_ACQUIRE) <= (int)phase)
 			usleep(1000);
@@ -889,7 +892,8 @@ START_TEST(bias_after_dumps)
 {
 	struct bias_phases b = { 0 };
 	pthread_t t;
-	int fd, rc, bias_dumped;
+	int fd, rc;
+	uint64_t bias_dumped;
 	unsigned int after0, after1, i;
 	unsigned long revoked0, revoked1;
 
@@ -916,10 +920,102 @@ START_TEST(bias_after_dumps)
 	ck_assert_int_eq(pthread_join(t, NULL), 0);
 	close(fd);
 	ck_assert(b.biased[0]);
-	ck_assert_int_eq(bias_dumped, 0);
+	ck_assert_uint_eq(bias_dumped, 0);
 	ck_assert_uint_eq(revoked1, revoked0 + 1);
 	ck_assert_uint_eq(after1, after0);
 	ck_assert(b.biased[1]);
+}
+END_TEST
+
+/* A thread of a pool that another takes turns with: it runs on turns me
+ * and me + 2 (of *turn), a long run of pairs each time. */
+struct turns {
+	int *turn;
+	int me, quit, started;
+	long tid;
+	struct dir_info *d;
+	uint64_t bias[2];	/* d's bias word after each run */
+	unsigned int after[2];	/* and the run that earns it */
+};
+
+static void *
+take_turns(void *arg)
+{
+	struct turns *t = arg;
+	unsigned int run, i;
+
+	t->tid = syscall(SYS_gettid);
+	t->d = mopts.pools[(unsigned long)t->tid & mopts.pool_mask];
+	__atomic_store_n(&t->started, 1, __ATOMIC_RELEASE);
+	for (run = 0; run < 2; run++) {
+		while (__atomic_load_n(t->turn, __ATOMIC_ACQUIRE) !=
+		    t->me + 2 * (int)run)
+			if (__atomic_load_n(&t->quit, __ATOMIC_ACQUIRE))
+				return NULL;
+			else
+				usleep(1000);
+		for (i = 0; i < OM_BIAS_PAYS; i++) {
+			void *volatile p = malloc(40);
+
+			free(p);
+		}
+		t->bias[run] = __atomic_load_n(&t->d->bias, __ATOMIC_RELAXED);
+		t->after[run] = t->d->bias_after;
+		__atomic_add_fetch(t->turn, 1, __ATOMIC_RELEASE);
+	}
+	return NULL;
+}
+
+/* Two threads that share a pool but take turns at it, as more threads
+ * than CPUs do, each earn the bias in turn, through a slot of its own:
+ * a bias that served that long is taken back without doubling the run. */
+START_TEST(bias_taking_turns)
+{
+	struct turns a = { 0 }, b = { 0 };
+	pthread_t ta, tb;
+	int turn = 0, i;
+
+	unit_init();
+	if (!mopts.bias_locks)
+		return;
+	a.turn = b.turn = &turn;
+	a.me = 1;
+	b.me = 2;
+	ck_assert_int_eq(pthread_create(&ta, NULL, take_turns, &a), 0);
+	while (!__atomic_load_n(&a.started, __ATOMIC_ACQUIRE))
+		usleep(1000);
+	/* Threads until one has a's pool (tids come in order: one of the
+	 * next npools). */
+	for (i = 0; i < 64; i++) {
+		memset(&b, 0, sizeof(b));
+		b.turn = &turn;
+		b.me = 2;
+		ck_assert_int_eq(pthread_create(&tb, NULL, take_turns, &b),
+		    0);
+		while (!__atomic_load_n(&b.started, __ATOMIC_ACQUIRE))
+			usleep(1000);
+		if (b.d == a.d)
+			break;
+		__atomic_store_n(&b.quit, 1, __ATOMIC_RELEASE);
+		ck_assert_int_eq(pthread_join(tb, NULL), 0);
+	}
+	ck_assert_ptr_eq(b.d, a.d);
+	/* No ck_assert until both are done: Check allocates, and this
+	 * thread may share their pool. */
+	__atomic_store_n(&turn, 1, __ATOMIC_RELEASE);
+	while (__atomic_load_n(&turn, __ATOMIC_ACQUIRE) < 5)
+		usleep(1000);
+	ck_assert_int_eq(pthread_join(ta, NULL), 0);
+	ck_assert_int_eq(pthread_join(tb, NULL), 0);
+	for (i = 0; i < 2; i++) {
+		ck_assert_int_eq(OM_BIAS_TID(a.bias[i]), (int)a.tid);
+		ck_assert_int_eq(OM_BIAS_TID(b.bias[i]), (int)b.tid);
+		ck_assert_uint_eq(a.after[i], OM_BIAS_FIRST);
+		ck_assert_uint_eq(b.after[i], OM_BIAS_FIRST);
+	}
+	ck_assert_uint_eq(OM_BIAS_SLOT(a.bias[0]), OM_BIAS_SLOT(a.bias[1]));
+	ck_assert_uint_eq(OM_BIAS_SLOT(b.bias[0]), OM_BIAS_SLOT(b.bias[1]));
+	ck_assert_uint_ne(OM_BIAS_SLOT(a.bias[0]), OM_BIAS_SLOT(b.bias[0]));
 }
 END_TEST
 
@@ -1180,6 +1276,7 @@ main(void)
 	tcase_add_test(t, bias_grant_revoke);
 	tcase_add_test(t, bias_of_exited_thread);
 	tcase_add_test(t, bias_after_dumps);
+	tcase_add_test(t, bias_taking_turns);
 	tcase_add_test(t, bias_exclusion);
 	tcase_add_test(t, bias_revoke_excludes);
 	suite_add_tcase(s, t);
