@@ -486,6 +486,21 @@ extern void _IO_list_lock(void);
 extern void _IO_list_unlock(void);
 extern void _IO_list_resetlock(void);
 
+/*
+ * Whether the thread whose per-thread word is self is inside d through
+ * its bias: its own flag, named in self, is set.  Not the bias word: a
+ * thread that takes w to revoke the bias clears that first, then waits
+ * for the flag, so when a signal handler forks on a thread inside d that
+ * way, d must not be waited for.
+ */
+static int
+inside_through_bias(struct dir_info *d, uint64_t self)
+{
+	return OM_SELF_BUSY(self) == d->index + 1 &&
+	    self >> OM_BIAS_SHIFT != 0 &&
+	    __atomic_load_n(OM_BIAS_FLAG(d, self), __ATOMIC_RELAXED) != 0;
+}
+
 void
 om_pool_fork_prepare(void)
 {
@@ -505,13 +520,10 @@ om_pool_fork_prepare(void)
 	for (i = 0; i <= mopts.npools; i++) {
 		/* Unopened pools stay so: init_mtx is held. */
 		struct dir_info *d = om_pool_if_open(i);
-		/* Read once: another thread may take the bias back. */
-		uint64_t b = d != NULL ?
-		    __atomic_load_n(&d->bias, __ATOMIC_RELAXED) : 0;
 
 		fork_took[i] = d != NULL &&
 		    __atomic_load_n(&d->mtx.w, __ATOMIC_RELAXED) != me &&
-		    !(OM_BIAS_TID(b) == me && *OM_BIAS_FLAG(d, b));
+		    !inside_through_bias(d, om_self);
 		if (!fork_took[i])
 			continue;
 		om_mutex_lock(&d->mtx, me);
