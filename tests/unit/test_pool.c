@@ -722,6 +722,14 @@ START_TEST(fork_while_threads_allocate)
 }
 END_TEST
 
+/* The calling thread's pool, and its thread id in *tid. */
+static struct dir_info *
+own_pool(long *tid)
+{
+	*tid = syscall(SYS_gettid);
+	return mopts.pools[(unsigned long)*tid & mopts.pool_mask];
+}
+
 /* Whether this kernel offers what biased pool locks need. */
 static int
 membarrier_works(void)
@@ -748,8 +756,7 @@ earn_bias(void *arg)
 	unsigned long before;
 	unsigned int i;
 
-	b->tid = syscall(SYS_gettid);
-	b->d = mopts.pools[(unsigned long)b->tid & mopts.pool_mask];
+	b->d = own_pool(&b->tid);
 	before = b->d->lock_biased;
 	for (i = 0; i < 4 * OM_BIAS_FIRST; i++) {
 		void *volatile p = malloc(32 + i % 200);
@@ -869,8 +876,7 @@ earn_twice(void *arg)
 	struct bias_phases *b = arg;
 	unsigned int phase, i;
 
-	b->tid = syscall(SYS_gettid);
-	b->d = mopts.pools[(unsigned long)b->tid & mopts.pool_mask];
+	b->d = own_pool(&b->tid);
 	for (phase = 0; phase < 2; phase++) {
 		for (i = 0; i < 4 * OM_BIAS_FIRST; i++) {
 			void *volatile p = malloc(40);
@@ -944,8 +950,7 @@ take_turns(void *arg)
 	struct turns *t = arg;
 	unsigned int run, i;
 
-	t->tid = syscall(SYS_gettid);
-	t->d = mopts.pools[(unsigned long)t->tid & mopts.pool_mask];
+	t->d = own_pool(&t->tid);
 	__atomic_store_n(&t->started, 1, __ATOMIC_RELEASE);
 	for (run = 0; run < 2; run++) {
 		while (__atomic_load_n(t->turn, __ATOMIC_ACQUIRE) !=
