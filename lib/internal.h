@@ -280,7 +280,7 @@ om_mutex_unlock(struct om_mutex *m)
  * Each flag has one writer: a flag (a slot of bias_in) belongs to one
  * thread for as long as that thread lives (bias_who), since a thread that
  * lost the bias may still be about to store to its flag, and would clear
- * another holder's.  The bias word names the thread and its slot, read
+ * another holder's.  The bias word names the thread and its flag, read
  * in one load, so a thread that finds the bias its own enters through its
  * own flag; release_lock finds the flag in om_self.  OM_BIAS_SLOTS
  * threads may take turns at a pool's bias; others share the plain lock.

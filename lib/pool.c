@@ -240,13 +240,14 @@ static void
 bias_clear(struct dir_info *d, int backoff)
 {
 	__atomic_store_n(&d->bias, 0, __ATOMIC_RELAXED);
-	if (backoff && d->lock_biased - d->bias_since < OM_BIAS_PAYS)
+	if (!backoff)
+		d->bias_run = 0;
+	else if (d->lock_biased - d->bias_since < OM_BIAS_PAYS)
 		bias_backoff(d);
-	else if (backoff) {
+	else {
 		d->bias_run = 0;
 		d->bias_after = OM_BIAS_FIRST;
-	} else
-		d->bias_run = 0;
+	}
 	d->lock_revoked++;
 }
 
