@@ -415,12 +415,22 @@ recorded_size(struct dir_info *d, struct region_info *r, void *p)
 	return mopts.opt.chunk_canaries ? r->size : om_region_usable(r);
 }
 
-/* Move p to a new block of newsz bytes in d.  NULL (p intact) on failure. */
+/*
+ * Move p to a new block of newsz bytes in d.  NULL (p intact) on failure.
+ * A copy into page runs is made with the lock released: it can take
+ * longer than everything else realloc does (each page written for the
+ * first time faults, 11-16 us here), and the pool's other threads would
+ * wait all that time.  Both blocks are ours meanwhile, so nothing else
+ * changes them; a free of p by another thread in that time is the
+ * program's race, and finds p still allocated: realloc then reports p
+ * as it would a pointer freed twice.
+ */
 static void *
 move(struct dir_info *d, void *p, size_t oldsz, size_t newsz, int zero,
     void *f, size_t clearsz)
 {
 	struct region_info *r;
+	const char *func = d->func;
 	int flags = zero;
 	void *q;
 
@@ -429,9 +439,16 @@ move(struct dir_info *d, void *p, size_t oldsz, size_t newsz, int zero,
 		    (newsz - oldsz <= oldsz / 8 ? OM_ALLOC_STEP : 0);
 	if ((q = alloc(d, newsz, flags, f)) == NULL)
 		return NULL;
-	memcpy(q, p, oldsz < newsz ? oldsz : newsz);
+	if (newsz > OM_MAXCHUNK) {
+		unlock(d);
+		memcpy(q, p, oldsz < newsz ? oldsz : newsz);
+		lock(d);
+		d->func = func;
+	} else
+		memcpy(q, p, oldsz < newsz ? oldsz : newsz);
 	/* alloc may have grown the table: look p up again. */
-	r = om_region_find(d, p);
+	if (OM_UNLIKELY((r = om_region_find(d, p)) == NULL))
+		om_fatal(d, "bogus pointer (double free?)", p);
 	release(d, r, p, clearsz > 0, clearsz);
 	return q;
 }

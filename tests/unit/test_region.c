@@ -7,8 +7,10 @@
 
 #include <malloc.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -641,6 +643,106 @@ START_TEST(realloc_guarded_locked)
 }
 END_TEST
 
+/*
+ * realloc's copy into a page run, watched: the page it copies from is
+ * made unreadable, and the fault handler notes whether the thread was
+ * inside a pool then, opens the page again and, with copy_free, frees
+ * the block meanwhile, as a racing thread of the program would.
+ */
+static char *copy_from;
+static int copy_free;
+static volatile sig_atomic_t copy_faults, copy_inside;
+
+static char *
+page_of(const void *p)
+{
+	return (char *)((uintptr_t)p & ~(uintptr_t)(OM_PAGE_SIZE - 1));
+}
+
+static void
+on_copy_fault(int sig, siginfo_t *si, void *ctx)
+{
+	char *page = page_of(copy_from);
+
+	(void)ctx;
+	if ((char *)si->si_addr < page ||
+	    (char *)si->si_addr >= page + OM_PAGE_SIZE) {
+		signal(sig, SIG_DFL);
+		return;
+	}
+	copy_faults++;
+	copy_inside = OM_SELF_BUSY(om_self) != 0;
+	mprotect(page, OM_PAGE_SIZE, PROT_READ | PROT_WRITE);
+	if (copy_free)
+		free(copy_from);
+}
+
+/* Grow a half-page chunk (it moves, to a page run) with the source page
+ * unreadable; the new block. */
+static char *
+watched_move(int free_meanwhile)
+{
+	struct sigaction sa = { 0 }, old;
+	char *q;
+	size_t i;
+
+	copy_from = malloc(OM_MAXCHUNK);
+	ck_assert_ptr_nonnull(copy_from);
+	for (i = 0; i < OM_MAXCHUNK; i++)
+		copy_from[i] = (char)(i * 7);
+	copy_free = free_meanwhile;
+	copy_faults = copy_inside = 0;
+	sa.sa_sigaction = on_copy_fault;
+	sa.sa_flags = SA_SIGINFO;
+	ck_assert_int_eq(sigaction(SIGSEGV, &sa, &old), 0);
+	ck_assert_int_eq(mprotect(page_of(copy_from), OM_PAGE_SIZE,
+	    PROT_NONE), 0);
+	q = realloc(copy_from, 3 * OM_PAGE_SIZE);
+	sigaction(SIGSEGV, &old, NULL);
+	return q;
+}
+
+/* The copy is made with the pool unlocked: a fault there (a fresh page,
+ * 11-16 us) keeps no other thread of the pool waiting.  Made under the
+ * lock, the handler finds the thread inside its pool. */
+START_TEST(realloc_copies_unlocked)
+{
+	char *q;
+	size_t i;
+
+	unit_init();
+	q = watched_move(0);
+	ck_assert_ptr_nonnull(q);
+	ck_assert_int_eq(copy_faults, 1);
+	ck_assert_int_eq(copy_inside, 0);
+	for (i = 0; i < OM_MAXCHUNK; i++)
+		ck_assert_int_eq(q[i], (char)(i * 7));
+	free(q);
+}
+END_TEST
+
+static void
+do_free_during_copy(void *arg)
+{
+	(void)arg;
+	watched_move(1);
+}
+
+/* A free of the block while realloc copies it (a race in the program) is
+ * caught when realloc gives the old block back. */
+START_TEST(realloc_free_during_copy)
+{
+	struct child c;
+
+	unit_init();
+	unit_run(do_free_during_copy, NULL, &c);
+	ck_assert_msg(unit_signalled(&c, SIGABRT),
+	    "expected SIGABRT, status 0x%x, stderr: %s", c.status, c.out);
+	ck_assert_msg(strstr(c.out, "in realloc(): ") != NULL &&
+	    strstr(c.out, "double free") != NULL, "stderr: %s", c.out);
+}
+END_TEST
+
 /* Grow a region from npages to newpages pages a page at a time, as
  * realloc does, writing each new page; the block, wherever it went. */
 static char *
@@ -865,6 +967,8 @@ main(void)
 	tcase_add_test(t, realloc_in_place);
 	tcase_add_test(t, realloc_guarded);
 	tcase_add_test(t, realloc_guarded_locked);
+	tcase_add_test(t, realloc_copies_unlocked);
+	tcase_add_test(t, realloc_free_during_copy);
 	tcase_add_test(t, regrowth_reuses_pages);
 	tcase_add_test(t, big_buffer_regrows_in_its_pages);
 	tcase_add_test(t, bogus_pointers);
