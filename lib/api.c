@@ -17,6 +17,7 @@
 #include "omalloc.h"
 
 #include <malloc.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/single_threaded.h>
@@ -45,15 +46,34 @@ lock_slow(struct dir_info *d)
 	}
 }
 
-/* The contended acquire: spin a little (the holder is usually about to
- * release), then count itself a sleeper and sleep until woken. */
+/*
+ * The contended acquire: spin a little (the holder is usually about to
+ * release); yield while the lock is one taken on this CPU (see struct
+ * om_mutex); then count itself a sleeper and sleep until woken.  Sleeping
+ * at once there, larson at 32 threads on two CPUs made twice the context
+ * switches and ran 0.79 times as fast: the holder, once it runs again,
+ * releases into a futex_wake, and the woken waiter waits for a CPU in
+ * turn.  A lock taken on another CPU is left to its holder: yields there
+ * are system calls spent spinning, and cut a producer and consumer of
+ * page-sized blocks on two CPUs (xmalloc) to a quarter of its speed.
+ */
 void
 om_mutex_wait(struct om_mutex *m, int owner)
 {
-	int i, v;
+	int i, v, cpu;
 
 	for (i = 0; i < 200; i++) {
 		OM_CPU_RELAX();
+		if (__atomic_load_n(&m->w, __ATOMIC_RELAXED) == 0 &&
+		    om_mutex_trylock(m, owner))
+			return;
+	}
+	for (i = 0; i < OM_MUTEX_YIELDS; i++) {
+		cpu = om_cpu();
+		if (cpu < 0 || __atomic_load_n(&m->w, __ATOMIC_RELAXED) == 0 ||
+		    __atomic_load_n(&m->cpu, __ATOMIC_RELAXED) != cpu)
+			break;
+		sched_yield();
 		if (__atomic_load_n(&m->w, __ATOMIC_RELAXED) == 0 &&
 		    om_mutex_trylock(m, owner))
 			return;

@@ -17,6 +17,9 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#if OM_HAVE_RSEQ
+#include <sys/rseq.h>
+#endif
 
 /* Nothing declared here leaves the library: see omalloc.map. */
 #pragma GCC visibility push(hidden)
@@ -193,7 +196,11 @@ om_rword(struct om_rng *r)
  * The pool lock.  Atomic read-modify-write instructions are the price of
  * a lock, so it pays one per acquire and none per release: w is taken with
  * a compare-and-swap and given back with a plain release store.  A
- * contended acquire spins briefly, then sleeps on the futex with a short
+ * contended acquire spins briefly.  If w was taken on the waiter's own
+ * CPU, its holder is not running: preempted (more threads than CPUs) or
+ * blocked.  The waiter then yields the CPU, up to OM_MUTEX_YIELDS times,
+ * which lets a preempted holder run out its hold at once.  Otherwise, or
+ * after that, it sleeps on the futex with a short
  * timeout, counted in `sleepers` so that a release wakes it (one at a
  * time: `waking` says a woken sleeper is on its way).  The release
  * reads `sleepers` without a fence, so a wake-up can be missed in a window
@@ -206,8 +213,23 @@ struct om_mutex {
 	int w;			/* 0 free, else the owner's thread id */
 	int sleepers;		/* threads in futex_wait on w */
 	int waking;		/* a sleeper was woken and has not run yet */
+	int cpu;		/* the CPU w was taken on (-1: unknown) */
 };
 #define OM_MUTEX_NAP_NS 200000
+#define OM_MUTEX_YIELDS 8
+
+/* The CPU the calling thread runs on, as the kernel keeps it in the
+ * thread's rseq area (one load); -1 where there is none. */
+OM_INLINE int
+om_cpu(void)
+{
+#if OM_HAVE_RSEQ
+	if (__rseq_size != 0)
+		return *(volatile int32_t *)((char *)__builtin_thread_pointer() +
+		    __rseq_offset + offsetof(struct rseq, cpu_id));
+#endif
+	return -1;
+}
 
 void om_os_futex_wait(int *w, int val, long ns);
 void om_os_futex_wake(int *w);
@@ -218,8 +240,11 @@ om_mutex_trylock(struct om_mutex *m, int owner)
 {
 	int z = 0;
 
-	return __atomic_compare_exchange_n(&m->w, &z, owner, 0,
-	    __ATOMIC_ACQUIRE, __ATOMIC_RELAXED);
+	if (!__atomic_compare_exchange_n(&m->w, &z, owner, 0,
+	    __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+		return 0;
+	__atomic_store_n(&m->cpu, om_cpu(), __ATOMIC_RELAXED);
+	return 1;
 }
 
 /* m free, with no sleeper: a new lock, or one a fork child inherits
@@ -230,6 +255,7 @@ om_mutex_init(struct om_mutex *m)
 	m->w = 0;
 	m->sleepers = 0;
 	m->waking = 0;
+	m->cpu = -1;
 }
 
 /* Take m for owner: at once when it is free, else after waiting. */

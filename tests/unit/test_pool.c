@@ -3,9 +3,11 @@
  * pool array and its read-only page, thread -> pool, the fork hooks.
  * Registered with several MALLOC_OPTIONS pool counts.
  */
+#define _GNU_SOURCE
 #include "unit.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -637,12 +639,101 @@ START_TEST(thread_pool)
 END_TEST
 
 /* The lock word of pool i, whatever the lock's type. */
+/*
+ * A waiter on a lock taken on its own CPU yields to the holder, which
+ * cannot be running, rather than sleeping; one on another CPU sleeps.
+ * The holder looks at the lock's sleepers just before it lets go.
+ */
+struct yielding {
+	struct om_mutex m;
+	int cpu[2];		/* holder's, waiter's */
+	int trying;		/* the waiter is about to wait */
+	int sleepers;		/* seen by the holder before release */
+	int got;		/* the waiter took the lock */
+};
+
+static void
+pin(int cpu)
+{
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	ck_assert_int_eq(sched_setaffinity(0, sizeof(set), &set), 0);
+}
+
+static void *
+wait_for_lock(void *arg)
+{
+	struct yielding *y = arg;
+
+	pin(y->cpu[1]);
+	__atomic_store_n(&y->trying, 1, __ATOMIC_RELEASE);
+	om_mutex_lock(&y->m, 2);
+	__atomic_store_n(&y->got, 1, __ATOMIC_RELEASE);
+	om_mutex_unlock(&y->m);
+	return NULL;
+}
+
+static void
+hold_while_waited(struct yielding *y)
+{
+	pthread_t t;
+	int i;
+
+	om_mutex_init(&y->m);
+	pin(y->cpu[0]);
+	om_mutex_lock(&y->m, 1);
+	ck_assert_int_eq(pthread_create(&t, NULL, wait_for_lock, y), 0);
+	while (!__atomic_load_n(&y->trying, __ATOMIC_ACQUIRE))
+		sched_yield();
+	/* Time for the waiter to spin and yield (each yield here runs it
+	 * up to its next), or to go to sleep. */
+	if (y->cpu[0] == y->cpu[1])
+		for (i = 0; i < OM_MUTEX_YIELDS / 2; i++)
+			sched_yield();
+	else
+		usleep(20000);
+	y->sleepers = __atomic_load_n(&y->m.sleepers, __ATOMIC_ACQUIRE);
+	om_mutex_unlock(&y->m);
+	ck_assert_int_eq(pthread_join(t, NULL), 0);
+	ck_assert(y->got);
+}
+
+START_TEST(waiter_yields_on_holders_cpu)
+{
+	struct yielding same = { 0 }, other = { 0 };
+	cpu_set_t set;
+	int cpu = om_cpu(), i;
+
+	if (cpu < 0)
+		return;		/* no rseq area: waiters never yield */
+	same.cpu[0] = same.cpu[1] = cpu;
+	hold_while_waited(&same);
+	ck_assert_int_eq(same.sleepers, 0);
+	ck_assert_int_eq(sched_getaffinity(0, sizeof(set), &set), 0);
+	CPU_ZERO(&set);
+	ck_assert_int_eq(sched_getaffinity(0, sizeof(set), &set), 0);
+	for (i = 0; i < CPU_SETSIZE; i++)
+		if (i != cpu && CPU_ISSET(i, &set))
+			break;
+	if (i == CPU_SETSIZE)
+		return;		/* one CPU only */
+	other.cpu[0] = cpu;
+	other.cpu[1] = i;
+	hold_while_waited(&other);
+	ck_assert_int_eq(other.sleepers, 1);
+}
+END_TEST
+
 static void
 lock_bytes(unsigned int i, unsigned char *out)
 {
 	struct dir_info *d = i < mopts.npools ? mopts.pools[i] : mopts.conceal;
+	struct om_mutex m = d->mtx;
 
-	memcpy(out, &d->mtx, sizeof(d->mtx));
+	m.cpu = 0;	/* where it was last taken: a hint, not its state */
+	memcpy(out, &m, sizeof(m));
 }
 
 #define LOCK_SIZE sizeof(((struct dir_info *)0)->mtx)
@@ -1277,6 +1368,7 @@ main(void)
 	tcase_add_test(t, remote_frees_batched);
 	tcase_add_test(t, remote_queue_one_pool);
 	tcase_add_test(t, fork_hooks_lock_all);
+	tcase_add_test(t, waiter_yields_on_holders_cpu);
 	tcase_add_test(t, fork_while_threads_allocate);
 	tcase_add_test(t, bias_grant_revoke);
 	tcase_add_test(t, bias_of_exited_thread);
