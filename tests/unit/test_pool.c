@@ -638,7 +638,6 @@ START_TEST(thread_pool)
 }
 END_TEST
 
-/* The lock word of pool i, whatever the lock's type. */
 /*
  * A waiter on a lock taken on its own CPU yields to the holder, which
  * cannot be running, rather than sleeping; one on another CPU sleeps.
@@ -708,12 +707,10 @@ START_TEST(waiter_yields_on_holders_cpu)
 
 	if (cpu < 0)
 		return;		/* no rseq area: waiters never yield */
+	ck_assert_int_eq(sched_getaffinity(0, sizeof(set), &set), 0);
 	same.cpu[0] = same.cpu[1] = cpu;
 	hold_while_waited(&same);
 	ck_assert_int_eq(same.sleepers, 0);
-	ck_assert_int_eq(sched_getaffinity(0, sizeof(set), &set), 0);
-	CPU_ZERO(&set);
-	ck_assert_int_eq(sched_getaffinity(0, sizeof(set), &set), 0);
 	for (i = 0; i < CPU_SETSIZE; i++)
 		if (i != cpu && CPU_ISSET(i, &set))
 			break;
@@ -726,6 +723,7 @@ START_TEST(waiter_yields_on_holders_cpu)
 }
 END_TEST
 
+/* The lock word of pool i, whatever the lock's type. */
 static void
 lock_bytes(unsigned int i, unsigned char *out)
 {
