@@ -451,7 +451,8 @@ move(struct dir_info *d, void *p, size_t oldsz, size_t newsz, int zero,
 {
 	struct region_info *r;
 	const char *func = d->func;
-	int flags = zero;
+	size_t len = oldsz < newsz ? oldsz : newsz;
+	int flags = zero, unlocked = newsz > OM_MAXCHUNK;
 	void *q;
 
 	if (newsz > oldsz)
@@ -459,13 +460,13 @@ move(struct dir_info *d, void *p, size_t oldsz, size_t newsz, int zero,
 		    (newsz - oldsz <= oldsz / 8 ? OM_ALLOC_STEP : 0);
 	if ((q = alloc(d, newsz, flags, f)) == NULL)
 		return NULL;
-	if (newsz > OM_MAXCHUNK) {
+	if (unlocked)
 		unlock(d);
-		memcpy(q, p, oldsz < newsz ? oldsz : newsz);
+	memcpy(q, p, len);
+	if (unlocked) {
 		lock(d);
 		d->func = func;
-	} else
-		memcpy(q, p, oldsz < newsz ? oldsz : newsz);
+	}
 	/* alloc may have grown the table: look p up again. */
 	if (OM_UNLIKELY((r = om_region_find(d, p)) == NULL))
 		om_fatal(d, "bogus pointer (double free?)", p);
