@@ -42,6 +42,52 @@ check_fill(const unsigned char *p, size_t n, unsigned int seed)
 	return 1;
 }
 
+/*
+ * Check records the location of every assertion that passes with a system
+ * call, so loops over bytes or blocks find the first failure themselves
+ * and assert once.
+ */
+
+/* The index of the first byte of p[0, n) that is not c, or n. */
+static size_t
+first_not(const unsigned char *p, unsigned char c, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n && p[i] == c; i++)
+		;
+	return i;
+}
+
+/* Every byte of p[0, n) is c; else fail naming the first that is not. */
+#define ck_assert_bytes(p, c, n)                                             \
+	do {                                                                 \
+		const unsigned char *p_ = (p);                               \
+		size_t n_ = (n), at_ = first_not(p_, (c), n_);               \
+		ck_assert_msg(at_ == n_, "%s: byte %zu of %zu is 0x%02x, "   \
+		    "not 0x%02x", #p, at_, n_, p_[at_], (unsigned int)(c));  \
+	} while (0)
+
+/* Whether two of the blocks p[i], of sizes[i] bytes, overlap; if so the
+ * first such pair in *a and *b. */
+static int
+overlap(void *const *p, size_t *a, size_t *b)
+{
+	for (size_t i = 0; i < NSIZES; i++)
+		for (size_t j = 0; j < NSIZES; j++) {
+			uintptr_t x = (uintptr_t)p[i], y = (uintptr_t)p[j];
+
+			if (i == j || sizes[i] == 0 || sizes[j] == 0)
+				continue;
+			if (!(x + sizes[i] <= y || y + sizes[j] <= x)) {
+				*a = i;
+				*b = j;
+				return 1;
+			}
+		}
+	return 0;
+}
+
 /* Run fn in a child; return the signal that ended it (0 if none). */
 static int
 child_signal(void (*fn)(void *), void *arg)
@@ -60,7 +106,7 @@ child_signal(void (*fn)(void *), void *arg)
 START_TEST(malloc_every_size)
 {
 	void *p[NSIZES];
-	size_t i;
+	size_t i, j;
 
 	for (i = 0; i < NSIZES; i++) {
 		p[i] = malloc(sizes[i]);
@@ -72,13 +118,8 @@ START_TEST(malloc_every_size)
 	for (i = 0; i < NSIZES; i++)
 		ck_assert(check_fill(p[i], sizes[i], (unsigned int)i));
 	/* Live blocks never overlap. */
-	for (i = 0; i < NSIZES; i++)
-		for (size_t j = 0; j < NSIZES; j++) {
-			uintptr_t a = (uintptr_t)p[i], b = (uintptr_t)p[j];
-			if (i == j || sizes[i] == 0 || sizes[j] == 0)
-				continue;
-			ck_assert(a + sizes[i] <= b || b + sizes[j] <= a);
-		}
+	ck_assert_msg(!overlap(p, &i, &j), "%zu bytes at %p overlap %zu at %p",
+	    sizes[i], p[i], sizes[j], p[j]);
 	for (i = 0; i < NSIZES; i++)
 		free(p[i]);
 }
@@ -161,13 +202,12 @@ START_TEST(calloc_zeroes)
 		free(d);
 		unsigned char *p = calloc(1, sizes[i]);
 		ck_assert_ptr_nonnull(p);
-		for (size_t k = 0; k < sizes[i]; k++)
-			ck_assert_uint_eq(p[k], 0);
+		ck_assert_bytes(p, 0, sizes[i]);
 		free(p);
 	}
 	unsigned char *q = calloc(100, 41);
-	for (size_t k = 0; k < 4100; k++)
-		ck_assert_uint_eq(q[k], 0);
+	ck_assert_ptr_nonnull(q);
+	ck_assert_bytes(q, 0, 4100);
 	free(q);
 }
 END_TEST
@@ -284,18 +324,14 @@ END_TEST
 START_TEST(recallocarray_zeroes_and_clears)
 {
 	unsigned char *p = recallocarray(NULL, 0, 10, 10), *q;
-	size_t i;
 
 	ck_assert_ptr_nonnull(p);
-	for (i = 0; i < 100; i++)
-		ck_assert_uint_eq(p[i], 0);
+	ck_assert_bytes(p, 0, 100);
 	memset(p, 7, 100);
 	q = recallocarray(p, 10, 500, 10);
 	ck_assert_ptr_nonnull(q);
-	for (i = 0; i < 100; i++)
-		ck_assert_uint_eq(q[i], 7);
-	for (i = 100; i < 5000; i++)
-		ck_assert_uint_eq(q[i], 0);
+	ck_assert_bytes(q, 7, 100);
+	ck_assert_bytes(q + 100, 0, 4900);
 	q = recallocarray(q, 500, 400, 10);
 	ck_assert_ptr_nonnull(q);
 	ck_assert_uint_eq(q[0], 7);
@@ -439,8 +475,7 @@ START_TEST(conceal)
 	free(q);
 	q = calloc_conceal(10, 1000);
 	ck_assert_ptr_nonnull(q);
-	for (int i = 0; i < 10000; i++)
-		ck_assert_uint_eq(q[i], 0);
+	ck_assert_bytes(q, 0, 10000);
 	free(q);
 	errno = 0;
 	ck_assert_ptr_null(calloc_conceal(SIZE_MAX, 2));
@@ -586,16 +621,21 @@ START_TEST(many_small_then_free)
 	enum { N = 100000 };
 	void **v = malloc(N * sizeof(*v));
 	struct mallinfo2 before = mallinfo2(), after;
+	int i;
 
-	for (int i = 0; i < N; i++) {
+	ck_assert_ptr_nonnull(v);
+	for (i = 0; i < N; i++) {
 		v[i] = malloc((size_t)(i % 300) + sizeof(int));
-		ck_assert_ptr_nonnull(v[i]);
+		if (v[i] == NULL)
+			break;
 		*(int *)v[i] = i;
 	}
-	for (int i = 0; i < N; i++) {
-		ck_assert_int_eq(*(int *)v[i] & 0xff, i & 0xff);
+	ck_assert_msg(i == N, "malloc(%d) failed, block %d", i % 300 +
+	    (int)sizeof(int), i);
+	for (i = 0; i < N && (*(int *)v[i] & 0xff) == (i & 0xff); i++)
 		free(v[i]);
-	}
+	ck_assert_msg(i == N, "block %d holds 0x%x, not 0x%x", i,
+	    *(int *)v[i] & 0xff, i & 0xff);
 	free(v);
 	malloc_trim(0);
 	after = mallinfo2();

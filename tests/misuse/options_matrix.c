@@ -128,59 +128,103 @@ counted(const unsigned char *p, size_t n)
 
 #define LIVE 1024
 
+/* What is wrong with p, just allocated for n bytes, or NULL: it must be
+ * there, aligned to 16, with n bytes at least. */
+static const char *
+block_wrong(void *p, size_t n)
+{
+	if (p == NULL)
+		return "no block";
+	if (((uintptr_t)p & 15) != 0)
+		return "not aligned to 16";
+	if (malloc_usable_size(p) < n)
+		return "too short";
+	return NULL;
+}
+
+/* Free the blocks still in blk[] whose turn comes: a random one, or each
+ * in order; all of them kept their contents.  Returns the first that did
+ * not, or LIVE. */
+static int
+free_intact(unsigned char **blk, const size_t *len, uint64_t *s)
+{
+	int i, j;
+
+	for (i = 0; i < LIVE; i++) {
+		j = s != NULL ? (int)(next_rand(s) % LIVE) : i;
+		if (blk[j] == NULL)
+			continue;
+		if (!intact(blk[j], len[j]))
+			return j;
+		free(blk[j]);
+		blk[j] = NULL;
+	}
+	return LIVE;
+}
+
 START_TEST(many_sizes)
 {
 	static unsigned char *blk[LIVE];
 	static size_t len[LIVE];
 	uint64_t s = rng;
+	const char *why = NULL;
+	size_t n = 0;
+	int i;
 
 	for (int round = 0; round < 6; round++) {
-		for (int i = 0; i < LIVE; i++) {
-			size_t n = any_size(&s);
-
+		for (i = 0; i < LIVE; i++) {
+			n = any_size(&s);
 			blk[i] = malloc(n);
-			ck_assert_ptr_nonnull(blk[i]);
-			ck_assert_uint_eq((uintptr_t)blk[i] & 15, 0);
-			ck_assert_uint_ge(malloc_usable_size(blk[i]), n);
+			if ((why = block_wrong(blk[i], n)) != NULL)
+				break;
 			len[i] = n;
 			fill(blk[i], n);
 		}
+		ck_assert_msg(why == NULL, "round %d: malloc(%zu) = %p: %s",
+		    round, n, (void *)blk[i], why);
 		/* Free a random half, then check the rest and free it too. */
-		for (int i = 0; i < LIVE; i++) {
-			int j = (int)(next_rand(&s) % LIVE);
-			if (blk[j] != NULL) {
-				ck_assert(intact(blk[j], len[j]));
-				free(blk[j]);
-				blk[j] = NULL;
-			}
-		}
-		for (int i = 0; i < LIVE; i++) {
-			if (blk[i] != NULL) {
-				ck_assert(intact(blk[i], len[i]));
-				free(blk[i]);
-				blk[i] = NULL;
-			}
-		}
+		i = free_intact(blk, len, &s);
+		ck_assert_msg(i == LIVE, "round %d: block %d of %zu bytes "
+		    "changed", round, i, len[i]);
+		i = free_intact(blk, len, NULL);
+		ck_assert_msg(i == LIVE, "round %d: block %d of %zu bytes "
+		    "changed", round, i, len[i]);
 	}
 }
 END_TEST
 
+/* Two blocks of n bytes: distinct, each with its contents, the second
+ * also once the first is freed.  What went wrong, or NULL. */
+static const char *
+pair_wrong(size_t n)
+{
+	unsigned char *p = malloc(n);
+	unsigned char *q = malloc(n);
+
+	if (p == NULL || q == NULL)
+		return "no block";
+	if (p == q)
+		return "the same block twice";
+	fill(p, n);
+	fill(q, n);
+	if (!intact(p, n))
+		return "the first changed";
+	free(p);
+	if (!intact(q, n))
+		return "the second changed as the first was freed";
+	free(q);
+	return NULL;
+}
+
 START_TEST(every_small_size)
 {
-	for (size_t n = 0; n <= 4200; n++) {
-		unsigned char *p = malloc(n);
-		unsigned char *q = malloc(n);
+	const char *why = NULL;
+	size_t n;
 
-		ck_assert_ptr_nonnull(p);
-		ck_assert_ptr_nonnull(q);
-		ck_assert_ptr_ne(p, q);
-		fill(p, n);
-		fill(q, n);
-		ck_assert(intact(p, n));
-		free(p);
-		ck_assert(intact(q, n));
-		free(q);
-	}
+	for (n = 0; n <= 4200; n++)
+		if ((why = pair_wrong(n)) != NULL)
+			break;
+	ck_assert_msg(why == NULL, "two of %zu bytes: %s", n, why);
 }
 END_TEST
 

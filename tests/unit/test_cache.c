@@ -364,17 +364,21 @@ START_TEST(used_runs_first)
 	ck_assert_uint_eq(d->cache_warm[1], 1);
 	for (i = 0; i < 2000; i++) {
 		q = om_cache_get(d, 1, 0, &z);
-		ck_assert(q >= base && q < base + 16 * OM_PAGE_SIZE);
+		if (q == NULL || q < base || q >= base + 16 * OM_PAGE_SIZE)
+			break;
 		memset(q, 2, 64);
 		for (j = 0; j < nseen && used[j] != q; j++)
 			;
 		if (j == nseen) {
-			ck_assert_uint_lt(nseen, 4);
+			if (nseen == 4)
+				break;
 			used[nseen++] = q;
 		}
 		seen[j]++;
 		om_cache_put(d, q, 1, 0);
 	}
+	ck_assert_msg(i == 2000, "get %u: %p, %u runs used before, of the 16 "
+	    "pages at %p", i, (void *)q, nseen, (void *)base);
 	ck_assert_uint_eq(nseen, 4);
 	ck_assert_uint_eq(d->cache_warm[1], 4);
 	for (j = 0; j < 4; j++)
@@ -445,11 +449,13 @@ finish_round(struct dir_info *d)
 	void *q;
 	int z;
 
-	while (left-- > 0) {
+	for (; left > 0; left--) {
 		q = om_cache_get(d, 1, 0, &z);
-		ck_assert_ptr_nonnull(q);
+		if (q == NULL)
+			break;
 		put_busy(d, q, 1);
 	}
+	ck_assert_msg(left == 0, "a get failed, %u left in the round", left);
 	ck_assert_uint_eq(d->cache_puts, 0);
 	settle(d);
 }
@@ -548,7 +554,9 @@ START_TEST(depot_limit)
 END_TEST
 
 /* Offer one page of our own to the depot as unlock() would: unmap it if
- * turned away, and unmap the run given up to make room. */
+ * turned away, and unmap the run given up to make room.  A page mapped
+ * for it if p is NULL.  Returns 1 if taken, 0 if not, -1 if no page could
+ * be mapped. */
 static int
 offer_page(void *p)
 {
@@ -557,7 +565,8 @@ offer_page(void *p)
 
 	memset(&e, 0, sizeof(e));
 	e.p = (uintptr_t)(p != NULL ? p : om_os_map(OM_PAGE_SIZE, 0));
-	ck_assert_uint_ne(e.p, 0);
+	if (e.p == 0)
+		return -1;
 	e.npages = 1;
 	taken = om_cache_depot_offer(&e, &out);
 	if (!taken)
@@ -578,7 +587,7 @@ offer_page(void *p)
 START_TEST(depot_follows_need)
 {
 	struct dir_info *d = unit_pool();
-	size_t batch = 3000, limit, i, k;
+	size_t batch = 3000, limit, gets, i, k;
 	void **taken = calloc(batch, sizeof(*taken));
 	int zeroed;
 
@@ -593,17 +602,19 @@ START_TEST(depot_follows_need)
 	for (k = 0; k < 16; k++) {
 		/* The batch comes back: what fits stays, the rest goes. */
 		for (i = 0; i < batch; i++)
-			offer_page(k == 0 ? NULL : taken[i]);
+			if (offer_page(k == 0 ? NULL : taken[i]) < 0)
+				break;
+		ck_assert_msg(i == batch, "no page to offer, %zu", i);
 		ck_assert_uint_le(om_cache_depot_pages(),
 		    om_cache_depot_limit());
 		/* And is taken again: a fresh pool's cache is empty, so each
 		 * page comes from the depot while it has one. */
 		d = unit_pool();
 		limit = om_cache_depot_limit();
-		for (i = 0; i < batch; i++) {
-			taken[i] = om_cache_get(d, 1, 0, &zeroed);
-			ck_assert_ptr_nonnull(taken[i]);
-		}
+		for (i = 0; i < batch; i++)
+			if ((taken[i] = om_cache_get(d, 1, 0, &zeroed)) == NULL)
+				break;
+		ck_assert_msg(i == batch, "get %zu of the batch failed", i);
 		if (limit >= batch)
 			break;
 		/* The miss raised the limit by a quarter at least. */
@@ -611,7 +622,9 @@ START_TEST(depot_follows_need)
 	}
 	ck_assert_uint_ge(om_cache_depot_limit(), batch);
 	for (i = 0; i < batch; i++)
-		ck_assert_int_eq(offer_page(taken[i]), 1);
+		if (offer_page(taken[i]) != 1)
+			break;
+	ck_assert_msg(i == batch, "page %zu of %zu turned away", i, batch);
 	ck_assert_uint_eq(om_cache_depot_pages(), batch);
 
 	/* Now only one page goes out and back at a time: every other page
@@ -619,12 +632,15 @@ START_TEST(depot_follows_need)
 	 * limit), and each such round lowers the limit by half of them. */
 	limit = om_cache_depot_limit();
 	d = unit_pool();
-	for (i = 0; i < 8 * (limit > 4096 ? limit : 4096); i++) {
+	gets = 8 * (limit > 4096 ? limit : 4096);
+	for (i = 0; i < gets; i++) {
 		void *p = om_cache_get(d, 1, 0, &zeroed);
 
-		ck_assert_ptr_nonnull(p);
+		if (p == NULL)
+			break;
 		offer_page(p);
 	}
+	ck_assert_msg(i == gets, "get %zu of %zu failed", i, gets);
 	ck_assert_uint_le(om_cache_depot_limit(), limit - (batch - 1) / 2);
 	ck_assert_uint_ge(om_cache_depot_limit(), 256);
 	/* What it held over the lowered limit left as runs were offered. */
@@ -1495,11 +1511,9 @@ START_TEST(junk_fill)
 	om_cache_put(d, p, 2, 0);
 	if (!mopts.opt.freeunmap) {
 		if (d->junk == 0) {
-			for (i = 0; i < words; i++)
-				ck_assert_uint_eq(p[i], 0);
+			ck_assert_words(p, 0, words);
 		} else if (mopts.junk_validate_full) {
-			for (i = 0; i < words; i++)
-				ck_assert_uint_eq(p[i], OM_JUNK_FREE64);
+			ck_assert_words(p, OM_JUNK_FREE64, words);
 		} else {
 			/* Sparse: four words of the first page. */
 			size_t n = 0;
@@ -1507,8 +1521,8 @@ START_TEST(junk_fill)
 				n += p[i] == OM_JUNK_FREE64;
 			ck_assert_uint_eq(n, 4);
 			ck_assert_uint_eq(p[0], OM_JUNK_FREE64);
-			for (i = OM_PAGE_SIZE / 8; i < words; i++)
-				ck_assert_uint_eq(p[i], 0);
+			ck_assert_words(p + OM_PAGE_SIZE / 8, 0,
+			    words - OM_PAGE_SIZE / 8);
 		}
 	} else {
 		ck_assert(d->cache[d->cache_base[2] + d->cache_n[2] -
@@ -1769,8 +1783,7 @@ START_TEST(full_junk_every_byte)
 
 	unit_init();
 	om_junk_free(2, pg, sizeof(pg));
-	for (i = 0; i < sizeof(pg) / 8; i++)
-		ck_assert_uint_eq(pg[i], OM_JUNK_FREE64);
+	ck_assert_words(pg, OM_JUNK_FREE64, sizeof(pg) / 8);
 	om_junk_validate(NULL, 1, pg, sizeof(pg));
 	for (i = 0; i < sizeof(at) / sizeof(at[0]); i++) {
 		unit_run(do_full_junk_validate, &at[i], &c);
@@ -1808,17 +1821,15 @@ START_TEST(junk_helpers)
 	uint64_t w[64];
 	unsigned char *b = (unsigned char *)w;
 	struct child c;
-	size_t i;
 	int k;
 
 	unit_init();
 	memset(w, 0, sizeof(w));
 	om_junk_free(0, w, sizeof(w));
-	for (i = 0; i < sizeof(w); i++)
-		ck_assert_uint_eq(b[i], 0);
+	ck_assert_bytes(b, 0, sizeof(w));
 	om_junk_free(2, w, sizeof(w) - 3);
-	for (i = 0; i < sizeof(w); i++)
-		ck_assert_uint_eq(b[i], i < sizeof(w) - 3 ? OM_JUNK_FREE : 0);
+	ck_assert_bytes(b, OM_JUNK_FREE, sizeof(w) - 3);
+	ck_assert_bytes(b + sizeof(w) - 3, 0, 3);
 	memset(w, 0, sizeof(w));
 	om_junk_free(1, w, sizeof(w));
 	om_junk_validate(NULL, 0, w, sizeof(w));

@@ -62,14 +62,13 @@ START_TEST(bucket_table)
 	/* Every size maps to the smallest bucket that holds it. */
 	for (sz = 1; sz <= OM_MAXCHUNK; sz++) {
 		b = om_bucket_of(sz);
-		ck_assert_msg(b >= 1 && b < OM_NBUCKETS, "size %zu: bucket %u",
-		    sz, b);
-		ck_assert_msg(om_bucket_size[b] >= sz, "size %zu in %u", sz,
-		    om_bucket_size[b]);
-		ck_assert_msg(b == 1 || om_bucket_size[b - 1] < sz,
-		    "size %zu: bucket %u not the smallest", sz,
-		    om_bucket_size[b]);
+		if (b < 1 || b >= OM_NBUCKETS || om_bucket_size[b] < sz ||
+		    (b > 1 && om_bucket_size[b - 1] >= sz))
+			break;
 	}
+	ck_assert_msg(sz > OM_MAXCHUNK, "size %zu: bucket %u of %u bytes, "
+	    "not the smallest that holds it", sz, b,
+	    b < OM_NBUCKETS ? om_bucket_size[b] : 0);
 }
 END_TEST
 
@@ -103,20 +102,27 @@ fake_info(struct chunk_info *info, unsigned int b)
 START_TEST(index_exact)
 {
 	struct chunk_info info;
-	unsigned int b, s, off;
+	unsigned int b, s, off, got = 0;
 
 	unit_init();
 	for (b = 0; b < OM_NBUCKETS; b++) {
 		fake_info(&info, b);
-		for (s = 0; s < info.total; s++)
-			ck_assert_uint_eq(om_chunk_index(NULL, &info,
-			    (void *)(info.page + (uintptr_t)s * info.size)), s);
+		for (s = 0; s < info.total; s++) {
+			got = om_chunk_index(NULL, &info,
+			    (void *)(info.page + (uintptr_t)s * info.size));
+			if (got != s)
+				break;
+		}
+		ck_assert_msg(s == info.total, "bucket %u: slot %u has index "
+		    "%u", info.size, s, got);
 		/* The reciprocal divides every offset of the page exactly,
 		 * so no interior offset can pass for a slot start. */
 		for (off = 0; off < OM_PAGE_SIZE; off++)
-			ck_assert_msg(((uint64_t)off * info.recip >> 32) ==
-			    off / info.size, "bucket %u offset %u", info.size,
-			    off);
+			if (((uint64_t)off * info.recip >> 32) !=
+			    off / info.size)
+				break;
+		ck_assert_msg(off == OM_PAGE_SIZE, "bucket %u offset %u",
+		    info.size, off);
 	}
 }
 END_TEST
@@ -396,9 +402,11 @@ START_TEST(junk_words)
 		for (i = 0; i < words; i++) {
 			if (p[i] == OM_JUNK_FREE64)
 				n++;
-			else
-				ck_assert_uint_eq(p[i], 0x1111111111111111ULL);
+			else if (p[i] != 0x1111111111111111ULL)
+				break;
 		}
+		ck_assert_msg(i == words, "size %zu: word %u is %#llx, neither "
+		    "junk nor as written", size, i, (unsigned long long)p[i]);
 		if (mopts.junk_validate_full) {
 			ck_assert_uint_eq(n, words);
 			continue;
@@ -483,28 +491,47 @@ START_TEST(canary)
 }
 END_TEST
 
+/* What om_bytes_are gets wrong about n bytes of 0xa5 at buf + off, among
+ * bytes of 0x11: it must see them, and any one of them changed.  NULL if
+ * nothing. */
+static const char *
+bytes_are_wrong(unsigned char *buf, size_t len, size_t off, size_t n)
+{
+	static char why[64];
+	unsigned char *p = buf + off;
+	size_t k;
+
+	memset(buf, 0x11, len);
+	memset(p, 0xa5, n);
+	if (!om_bytes_are(p, 0xa5, n)) {
+		snprintf(why, sizeof(why), "off %zu n %zu: not seen", off, n);
+		return why;
+	}
+	for (k = 0; k < n; k++) {
+		p[k] ^= 0x40;
+		if (om_bytes_are(p, 0xa5, n)) {
+			snprintf(why, sizeof(why), "off %zu n %zu byte %zu",
+			    off, n, k);
+			return why;
+		}
+		p[k] ^= 0x40;
+	}
+	return NULL;
+}
+
 /* The canary check: any one byte changed, at any alignment and length,
  * is seen; bytes just outside the range are not looked at. */
 START_TEST(bytes_are_every_position)
 {
 	static uint64_t words[24];
-	unsigned char *buf = (unsigned char *)words;
-	size_t off, n, k;
+	const char *why = NULL;
+	size_t off, n;
 
-	for (off = 1; off < 17; off++)
-		for (n = 0; n <= 100; n++) {
-			unsigned char *p = buf + off;
-
-			memset(buf, 0x11, sizeof(words));
-			memset(p, 0xa5, n);
-			ck_assert(om_bytes_are(p, 0xa5, n));
-			for (k = 0; k < n; k++) {
-				p[k] ^= 0x40;
-				ck_assert_msg(!om_bytes_are(p, 0xa5, n),
-				    "off %zu n %zu byte %zu", off, n, k);
-				p[k] ^= 0x40;
-			}
-		}
+	for (off = 1; off < 17 && why == NULL; off++)
+		for (n = 0; n <= 100 && why == NULL; n++)
+			why = bytes_are_wrong((unsigned char *)words,
+			    sizeof(words), off, n);
+	ck_assert_msg(why == NULL, "%s", why);
 }
 END_TEST
 
@@ -604,12 +631,14 @@ START_TEST(info_records_batched)
 	while (n < PAGES) {
 		struct chunk_info *info = info_of(d, chunk_get(d, 2048));
 
-		ck_assert_ptr_nonnull(info);
+		if (info == NULL)
+			break;
 		for (j = 0; j < n && infos[j] != info; j++)
 			continue;
 		if (j == n)
 			infos[n++] = info;
 	}
+	ck_assert_msg(n == PAGES, "no chunk page after %u", n);
 	for (i = 1; i < n; i++)
 		if ((char *)infos[i] != (char *)infos[i - 1] + rec)
 			breaks++;
@@ -649,28 +678,61 @@ END_TEST
 
 /* Walk bucket b's lists: each page links back to what points at it, sits
  * on the list it says, has a free slot; the bits and counts agree.
- * Returns the pages found. */
-static unsigned int
-check_lists(struct dir_info *d, unsigned int b)
+ * Returns what is wrong, or NULL. */
+static const char *
+lists_wrong(struct dir_info *d, unsigned int b)
 {
+	static char why[160];
 	unsigned int l, pages = 0;
 
 	for (l = 0; l < OM_CHUNK_LISTS; l++) {
 		struct chunk_info **link = &d->chunk_dir[b][l], *c;
 
-		ck_assert_uint_eq(!!(d->chunk_lists[b] & (1u << l)),
-		    *link != NULL);
+		if (!!(d->chunk_lists[b] & (1u << l)) != (*link != NULL)) {
+			snprintf(why, sizeof(why), "list %u: bit %u, head %p",
+			    l, !!(d->chunk_lists[b] & (1u << l)),
+			    (void *)*link);
+			return why;
+		}
 		for (c = *link; c != NULL; link = &c->next, c = c->next) {
-			ck_assert_ptr_eq(c->pprev, link);
-			ck_assert_uint_eq(c->list, l);
-			ck_assert_uint_eq(c->onlist, 1);
-			ck_assert_uint_gt(c->free, 0);
-			ck_assert_uint_eq(c->bucket, b);
+			if (c->pprev != link || c->list != l ||
+			    c->onlist != 1 || c->free == 0 || c->bucket != b) {
+				snprintf(why, sizeof(why), "page %u of list %u "
+				    "of bucket %u: pprev %p, link %p, list %u, "
+				    "onlist %u, free %u, bucket %u", pages, l,
+				    b, (void *)c->pprev, (void *)link, c->list,
+				    c->onlist, c->free, c->bucket);
+				return why;
+			}
 			pages++;
 		}
 	}
-	ck_assert_uint_eq(pages, d->chunk_pages_avail[b]);
-	return pages;
+	if (pages != d->chunk_pages_avail[b]) {
+		snprintf(why, sizeof(why), "%u pages on the lists, %u counted",
+		    pages, (unsigned int)d->chunk_pages_avail[b]);
+		return why;
+	}
+	return NULL;
+}
+
+/* A held slot's page is on a list exactly when it has a free slot. */
+static const char *
+held_wrong(struct dir_info *d, char **held, unsigned int n)
+{
+	static char why[96];
+	unsigned int i;
+
+	for (i = 0; i < n; i++) {
+		struct chunk_info *c = info_of(d, held[i]);
+
+		if (c == NULL || c->onlist != (c->free > 0)) {
+			snprintf(why, sizeof(why), "slot %p: info %p, "
+			    "onlist %u, free %u", (void *)held[i], (void *)c,
+			    c ? c->onlist : 0, c ? c->free : 0);
+			return why;
+		}
+	}
+	return NULL;
 }
 
 START_TEST(lists_linked)
@@ -679,6 +741,7 @@ START_TEST(lists_linked)
 	unsigned int b = om_bucket_of(1024), i, n = 0, step;
 	uint32_t x = 12345;
 	char *held[64];
+	const char *why = NULL;
 
 	/* Four slots a page: pages fill and come back onto the lists all
 	 * the time, from the head, the middle and the end of a list. */
@@ -686,7 +749,10 @@ START_TEST(lists_linked)
 		x = x * 1103515245u + 12345u;
 		if (n < 64 && (n == 0 || (x >> 16) % 3 != 0)) {
 			held[n] = chunk_get(d, 1024);
-			ck_assert_ptr_nonnull(held[n]);
+			if (held[n] == NULL) {
+				why = "chunk_get failed";
+				break;
+			}
 			n++;
 		} else {
 			i = (x >> 8) % n;
@@ -695,18 +761,17 @@ START_TEST(lists_linked)
 		}
 		if (step % 8 == 0)
 			om_chunk_flush_delayed(d);
-		check_lists(d, b);
-		for (i = 0; i < n; i++) {
-			struct chunk_info *c = info_of(d, held[i]);
-
-			ck_assert_ptr_nonnull(c);
-			ck_assert_uint_eq(c->onlist, c->free > 0);
-		}
+		if ((why = lists_wrong(d, b)) != NULL ||
+		    (why = held_wrong(d, held, n)) != NULL)
+			break;
 	}
+	ck_assert_msg(why == NULL, "step %u: %s", step, why);
 	while (n > 0)
 		chunk_put(d, held[--n]);
 	om_chunk_flush_delayed(d);
-	ck_assert_uint_eq(check_lists(d, b), 1);
+	why = lists_wrong(d, b);
+	ck_assert_msg(why == NULL, "%s", why);
+	ck_assert_uint_eq(d->chunk_pages_avail[b], 1);
 }
 END_TEST
 

@@ -28,7 +28,7 @@ START_TEST(map_unmap)
 {
 	struct om_os_counts a, b;
 	unsigned char *p;
-	size_t i, len = 5 * OM_PAGE_SIZE;
+	size_t len = 5 * OM_PAGE_SIZE;
 
 	om_os_counts(&a);
 	p = om_os_map(len, 0);
@@ -36,8 +36,7 @@ START_TEST(map_unmap)
 	ck_assert_ptr_nonnull(p);
 	ck_assert_uint_eq((uintptr_t)p & OM_PAGE_MASK, 0);
 	ck_assert_uint_eq(b.mmap, a.mmap + 1);
-	for (i = 0; i < len; i++)
-		ck_assert_uint_eq(p[i], 0);
+	ck_assert_bytes(p, 0, len);
 	memset(p, 0xaa, len);
 	om_os_unmap(p, len);
 	om_os_counts(&a);

@@ -48,19 +48,19 @@ used(const struct dir_info *d)
 static void
 verify(struct dir_info *d, unsigned int n, const unsigned char *gone)
 {
+	struct region_info *r = NULL;
 	unsigned int i;
 
 	for (i = 0; i < n; i++) {
-		struct region_info *r = om_region_find(d, (void *)key_of(i));
-
-		if (gone[i]) {
-			ck_assert_msg(r == NULL, "deleted key %u found", i);
-			continue;
-		}
-		ck_assert_msg(r != NULL, "key %u lost", i);
-		ck_assert_uint_eq(OM_REGION_PAGE(r), key_of(i));
-		ck_assert_uint_eq(r->size, i + 1);
+		r = om_region_find(d, (void *)key_of(i));
+		if (gone[i] ? r != NULL : r == NULL ||
+		    OM_REGION_PAGE(r) != key_of(i) || r->size != i + 1)
+			break;
 	}
+	ck_assert_msg(i == n, "key %u (%#jx, size %u%s): found %#jx, size %ju",
+	    i, (uintmax_t)key_of(i), i + 1, gone[i] ? ", deleted" : "",
+	    (uintmax_t)(r != NULL ? OM_REGION_PAGE(r) : 0),
+	    (uintmax_t)(r != NULL ? r->size : 0));
 }
 
 static void
@@ -71,12 +71,14 @@ churn(unsigned int n, unsigned int deletes)
 	unsigned int *order = malloc(n * sizeof(*order));
 	unsigned int i, j;
 	size_t initial = d->regions_total;
+	int rc = 0;
 
 	ck_assert_ptr_nonnull(gone);
 	ck_assert_ptr_nonnull(order);
 	for (i = 0; i < n; i++)
-		ck_assert_int_eq(om_region_insert(d, key_of(i), i + 1, NULL),
-		    0);
+		if ((rc = om_region_insert(d, key_of(i), i + 1, NULL)) != 0)
+			break;
+	ck_assert_msg(i == n, "insert of key %u: %d", i, rc);
 	ck_assert_uint_eq(used(d), n);
 	/* The table never fills beyond half. */
 	if (n * 2 > initial)
@@ -96,17 +98,22 @@ churn(unsigned int n, unsigned int deletes)
 
 		j = order[i];
 		r = om_region_find(d, (void *)key_of(j));
-		ck_assert_ptr_nonnull(r);
+		if (r == NULL)
+			break;
 		om_region_delete(d, r);
 		gone[j] = 1;
 		if (i % 97 == 0 || i == deletes - 1)
 			verify(d, n, gone);
 	}
+	ck_assert_msg(i == deletes, "key %u lost before its delete", order[i]);
 	ck_assert_uint_eq(used(d), n - deletes);
 	ck_assert_uint_gt(d->delete_moves, 0);
-	if (deletes == n)
-		for (i = 0; i < d->regions_total; i++)
-			ck_assert_uint_eq(d->r[i].p, 0);
+	if (deletes == n) {
+		for (i = 0; i < d->regions_total && d->r[i].p == 0; i++)
+			;
+		ck_assert_msg(i == d->regions_total, "entry %u of an empty "
+		    "table: %#jx", i, (uintmax_t)d->r[i].p);
+	}
 	free(order);
 	free(gone);
 }
@@ -149,12 +156,14 @@ START_TEST(table_first_in_pool_pages)
 	struct om_os_counts a, b;
 	size_t mapped = d->mapped;
 	unsigned int i = 0;
+	int rc = 0;
 
 	/* The owner hint's leaves for these keys, mapped now through
 	 * another pool, so that the counts below see only the tables. */
 	for (i = 0; i < sizeof(gone); i++)
-		ck_assert_int_eq(om_region_insert(other, key_of(i), 1, NULL),
-		    0);
+		if ((rc = om_region_insert(other, key_of(i), 1, NULL)) != 0)
+			break;
+	ck_assert_msg(i == sizeof(gone), "insert of key %u: %d", i, rc);
 	i = 0;
 	ck_assert_ptr_eq(first, (void *)((char *)d + OM_POOL_TABLE_OFFSET));
 	ck_assert_uint_eq(d->regions_total, OM_HASH_INITIAL);
@@ -203,16 +212,19 @@ START_TEST(table_reinsert)
 
 		i = next_rand(2000);
 		if (gone[i]) {
-			ck_assert_int_eq(om_region_insert(d, key_of(i), i + 1,
-			    NULL), 0);
+			if (om_region_insert(d, key_of(i), i + 1, NULL) != 0)
+				break;
 			gone[i] = 0;
 		} else {
 			r = om_region_find(d, (void *)key_of(i));
-			ck_assert_ptr_nonnull(r);
+			if (r == NULL)
+				break;
 			om_region_delete(d, r);
 			gone[i] = 1;
 		}
 	}
+	ck_assert_msg(round == 20000, "round %u: key %u %s", round, i,
+	    gone[i] ? "not inserted again" : "lost");
 	verify(d, 2000, gone);
 }
 END_TEST
@@ -227,7 +239,9 @@ START_TEST(find_absent)
 	for (i = 0; i < 1000; i += 2)
 		om_region_insert(d, key_of(i), i + 1, NULL);
 	for (i = 1; i < 1000; i += 2)
-		ck_assert_ptr_null(om_region_find(d, (void *)key_of(i)));
+		if (om_region_find(d, (void *)key_of(i)) != NULL)
+			break;
+	ck_assert_msg(i >= 1000, "key %u found, never inserted", i);
 	/* Any address inside a registered page finds that page. */
 	r = om_region_find(d, (void *)(key_of(10) + 123));
 	ck_assert_ptr_nonnull(r);
@@ -384,15 +398,13 @@ START_TEST(zeroed_on_reuse)
 {
 	struct dir_info *d = unit_pool();
 	unsigned int round;
-	size_t i;
 
 	for (round = 0; round < 4; round++) {
 		unsigned char *p = om_region_alloc(d, 3 * OM_PAGE_SIZE, 0, 1,
 		    NULL);
 
 		ck_assert_ptr_nonnull(p);
-		for (i = 0; i < 3 * OM_PAGE_SIZE; i++)
-			ck_assert_uint_eq(p[i], 0);
+		ck_assert_bytes(p, 0, 3 * OM_PAGE_SIZE);
 		memset(p, 0x55, 3 * OM_PAGE_SIZE);
 		om_region_free(d, om_region_find(d, p), p, 0, 0);
 	}
@@ -715,8 +727,10 @@ START_TEST(realloc_copies_unlocked)
 	ck_assert_ptr_nonnull(q);
 	ck_assert_int_eq(copy_faults, 1);
 	ck_assert_int_eq(copy_inside, 0);
-	for (i = 0; i < OM_MAXCHUNK; i++)
-		ck_assert_int_eq(q[i], (char)(i * 7));
+	for (i = 0; i < OM_MAXCHUNK && q[i] == (char)(i * 7); i++)
+		;
+	ck_assert_msg(i == OM_MAXCHUNK, "byte %zu of the copy is %d, not %d",
+	    i, q[i], (char)(i * 7));
 	free(q);
 }
 END_TEST
@@ -751,9 +765,12 @@ grow_pages(struct dir_info *d, char *p, size_t npages, size_t newpages)
 	for (npages++; npages <= newpages; npages++) {
 		p = om_region_realloc(d, om_region_find(d, p), p,
 		    npages * OM_PAGE_SIZE);
-		ck_assert_ptr_nonnull(p);
+		if (p == NULL)
+			break;
 		p[(npages - 1) * OM_PAGE_SIZE] = (char)npages;
 	}
+	ck_assert_msg(npages > newpages, "growing to %zu pages failed",
+	    npages);
 	return p;
 }
 
