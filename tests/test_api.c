@@ -15,6 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "check_bytes.h"
 #include "omalloc.h"
 
 #define PAGE 4096
@@ -41,32 +42,6 @@ check_fill(const unsigned char *p, size_t n, unsigned int seed)
 			return 0;
 	return 1;
 }
-
-/*
- * Check records the location of every assertion that passes with a system
- * call, so loops over bytes or blocks find the first failure themselves
- * and assert once.
- */
-
-/* The index of the first byte of p[0, n) that is not c, or n. */
-static size_t
-first_not(const unsigned char *p, unsigned char c, size_t n)
-{
-	size_t i;
-
-	for (i = 0; i < n && p[i] == c; i++)
-		;
-	return i;
-}
-
-/* Every byte of p[0, n) is c; else fail naming the first that is not. */
-#define ck_assert_bytes(p, c, n)                                             \
-	do {                                                                 \
-		const unsigned char *p_ = (p);                               \
-		size_t n_ = (n), at_ = first_not(p_, (c), n_);               \
-		ck_assert_msg(at_ == n_, "%s: byte %zu of %zu is 0x%02x, "   \
-		    "not 0x%02x", #p, at_, n_, p_[at_], (unsigned int)(c));  \
-	} while (0)
 
 /* Whether two of the blocks p[i], of sizes[i] bytes, overlap; if so the
  * first such pair in *a and *b. */

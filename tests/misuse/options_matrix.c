@@ -19,6 +19,8 @@
 
 #include <omalloc.h>
 
+#include "../check_bytes.h"
+
 static uint64_t rng = 0x9e3779b97f4a7c15ULL;
 
 /* Hide a size from the compiler, which rightly warns about huge ones. */
@@ -101,19 +103,6 @@ any_size(uint64_t *s)
 	default:
 		return (r >> 32) % 600000;
 	}
-}
-
-/*
- * Check's assertions record their location on every call, so byte loops
- * compute a verdict first and assert once.
- */
-static int
-all_bytes(const unsigned char *p, size_t n, unsigned char v)
-{
-	for (size_t i = 0; i < n; i++)
-		if (p[i] != v)
-			return 0;
-	return 1;
 }
 
 /* Bytes written by realloc_chains: i * 13. */
@@ -279,7 +268,7 @@ START_TEST(recalloc_and_freezero)
 	unsigned char *p = recallocarray(NULL, 0, n, 8);
 
 	ck_assert_ptr_nonnull(p);
-	ck_assert(all_bytes(p, n * 8, 0));
+	ck_assert_bytes(p, 0, n * 8);
 	memset(p, 0x77, n * 8);
 	/* Grow across the chunk/region boundary and back. */
 	static const size_t steps[] = {100, 700, 5000, 300, 20, 4};
@@ -288,8 +277,8 @@ START_TEST(recalloc_and_freezero)
 		p = recallocarray(p, n, m, 8);
 		ck_assert_ptr_nonnull(p);
 		size_t kept = (m < n ? m : n) * 8;
-		ck_assert(all_bytes(p, kept, 0x77));
-		ck_assert(all_bytes(p + kept, m * 8 - kept, 0));
+		ck_assert_bytes(p, 0x77, kept);
+		ck_assert_bytes(p + kept, 0, m * 8 - kept);
 		memset(p, 0x77, m * 8);
 		n = m;
 	}
@@ -365,11 +354,11 @@ START_TEST(calloc_zeroes)
 			}
 			unsigned char *z = calloc(n, 1);
 			ck_assert_ptr_nonnull(z);
-			ck_assert(all_bytes(z, n, 0));
+			ck_assert_bytes(z, 0, n);
 			free(z);
 			z = calloc(1, n);
 			ck_assert_ptr_nonnull(z);
-			ck_assert(all_bytes(z, n, 0));
+			ck_assert_bytes(z, 0, n);
 			free(z);
 		}
 	}
@@ -395,7 +384,7 @@ START_TEST(conceal_blocks)
 		free(q);
 		unsigned char *z = calloc_conceal(n, 1);
 		ck_assert_ptr_nonnull(z);
-		ck_assert(all_bytes(z, n, 0));
+		ck_assert_bytes(z, 0, n);
 		free(z);
 	}
 }

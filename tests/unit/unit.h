@@ -10,6 +10,7 @@
 #define UNIT_H
 
 #include "internal.h"
+#include "../check_bytes.h"
 
 #include <check.h>
 #include <stddef.h>
@@ -47,33 +48,6 @@ void unit_expect_ok(void *p);
 
 /* Run a whole suite; returns the exit status for main. */
 int unit_main(Suite *s);
-
-/*
- * Check records the location of every assertion that passes with a system
- * call, so a check of every byte or word of a range finds the first that
- * differs and asserts once.  These return its index, or n if none does.
- */
-size_t unit_first_not(const void *p, unsigned char c, size_t n);
-size_t unit_first_not64(const uint64_t *p, uint64_t w, size_t n);
-
-/* Every byte of p[0, n) is c; else fail naming the first that is not. */
-#define ck_assert_bytes(p, c, n)                                             \
-	do {                                                                 \
-		const unsigned char *p_ = (const void *)(p);                 \
-		size_t n_ = (n), at_ = unit_first_not(p_, (c), n_);          \
-		ck_assert_msg(at_ == n_, "%s: byte %zu of %zu is 0x%02x, "   \
-		    "not 0x%02x", #p, at_, n_, p_[at_], (unsigned int)(c));  \
-	} while (0)
-
-/* The same for the 64-bit words of p[0, n), each to be w. */
-#define ck_assert_words(p, w, n)                                             \
-	do {                                                                 \
-		const uint64_t *p_ = (p);                                    \
-		size_t n_ = (n), at_ = unit_first_not64(p_, (w), n_);        \
-		ck_assert_msg(at_ == n_, "%s: word %zu of %zu is %#llx, "    \
-		    "not %#llx", #p, at_, n_, (unsigned long long)p_[at_],   \
-		    (unsigned long long)(w));                                \
-	} while (0)
 
 /* The child aborted with `<prog>(<pid>) in <func>(): <reason>`. */
 #define ck_assert_fatal(c, func, reason)                                     \

@@ -135,27 +135,6 @@ unit_expect_ok(void *p)
 	ck_assert_exited_ok(&c);
 }
 
-size_t
-unit_first_not(const void *p, unsigned char c, size_t n)
-{
-	const unsigned char *b = p;
-	size_t i;
-
-	for (i = 0; i < n && b[i] == c; i++)
-		;
-	return i;
-}
-
-size_t
-unit_first_not64(const uint64_t *p, uint64_t w, size_t n)
-{
-	size_t i;
-
-	for (i = 0; i < n && p[i] == w; i++)
-		;
-	return i;
-}
-
 int
 unit_main(Suite *s)
 {
