@@ -348,7 +348,11 @@ om_dump_fd(int fd, int for_fatal)
 	om_buf_printf(&o, "Depot pages %zu/%zu\n", om_cache_depot_pages(),
 	    om_cache_depot_limit());
 	om_os_kept(&k);
-	if (k.refused != 0)
+	if (k.held != 0)
+		om_buf_printf(&o, "Mappings %ld of %ld at the last count, "
+		    "releases held back %lu%s\n", k.maps, k.maps_limit, k.held,
+		    k.holding ? ", holding back" : "");
+	if (k.refused != 0 || k.held != 0)
 		om_buf_printf(&o, "Munmap refused %lu, released in place: "
 		    "kept %u runs %zu pages, list %u pages, lost %lu runs\n",
 		    k.refused, k.runs, k.pages, k.blocks, k.lost);

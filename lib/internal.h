@@ -891,11 +891,15 @@ struct om_os_kept {
 	size_t pages;
 	unsigned long refused, lost;
 	unsigned int blocks;		/* pages of them that hold the list */
+	unsigned long held;		/* releases held back near the limit */
+	long maps, maps_limit;		/* at the last count; 0: none yet */
+	int holding;			/* holding back now */
 };
 
 void om_os_kept(struct om_os_kept *k);
 void *om_os_map_kept(size_t len);
 void om_os_trim_kept(void);
+int om_os_maps_recount(void);
 void om_os_fork_prepare(void);
 void om_os_fork_parent(void);
 void om_os_fork_child(void);

@@ -10,6 +10,7 @@
  */
 #include "internal.h"
 
+#include <fcntl.h>
 #include <linux/futex.h>
 #include <linux/membarrier.h>
 #include <sys/mman.h>
@@ -61,6 +62,138 @@ fault(void)
 
 #define COUNT(field) __atomic_fetch_add(&counts.field, 1, __ATOMIC_RELAXED)
 
+/*
+ * Mappings left to the program.  An munmap that takes pages out of the
+ * middle of a mapping splits it in two, and a heap of many page runs
+ * freed in scattered order splits its mappings by the tens of thousands:
+ * up to vm.max_map_count, where the kernel refuses the split (see keep,
+ * below), and refuses the program too, whose pthread_create needs a
+ * mapping for the new stack and dlopen several, and omalloc itself a new
+ * one for every large block no kept run fits.  So the process's mappings
+ * (the lines of /proc/self/maps) are counted now and then, and from
+ * three quarters of the limit on, freed ranges are released in place and
+ * kept as if the kernel had refused them, until a count finds fewer than
+ * five eighths: a quarter of the mappings stays the program's.
+ *
+ * Between counts, each call that may add a mapping (mmap, mremap, munmap,
+ * mprotect) spends a credit: half the way from the last count to the
+ * mark, at least MAPS_CREDIT_MIN, the other half left for what the
+ * program maps itself.  While holding back, a count comes every
+ * MAPS_HOLD_FIRST calls, twice as many each time it is still high, up to
+ * MAPS_HOLD_MAX.  A count reads about 0.3 us a mapping; a program that
+ * never spends its first credit never counts.  One thread counts at a
+ * time; the others go on as the last count decided.
+ */
+#define MAPS_LIMIT_DEFAULT 65530	/* vm.max_map_count's default */
+#define MAPS_CREDIT_MIN	1024
+#define MAPS_HOLD_FIRST	4096
+#define MAPS_HOLD_MAX	65536
+
+static struct {
+	long credit;			/* calls left before the next count */
+	long limit;			/* vm.max_map_count; 0: not read yet */
+	long count;			/* mappings at the last count */
+	long hold_every;		/* calls between counts, holding back */
+	int hold;			/* release in place rather than unmap */
+	int counting;			/* a thread is counting */
+} maps = { .credit = MAPS_CREDIT_MIN };
+
+/* The number in a /proc file of one number, or -1. */
+static long
+read_number(const char *path)
+{
+	char buf[32];
+	long v = 0;
+	ssize_t n;
+	int fd, i;
+
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return -1;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0 || buf[0] < '0' || buf[0] > '9')
+		return -1;
+	for (i = 0; i < n && buf[i] >= '0' && buf[i] <= '9'; i++)
+		v = v * 10 + (buf[i] - '0');
+	return v;
+}
+
+/* The lines of /proc/self/maps, or -1 if it cannot be read. */
+static long
+count_mappings(void)
+{
+	char buf[4096];
+	long lines = 0;
+	ssize_t n, i;
+	int fd;
+
+	if ((fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC)) < 0)
+		return -1;
+	while ((n = read(fd, buf, sizeof(buf))) > 0)
+		for (i = 0; i < n; i++)
+			lines += buf[i] == '\n';
+	close(fd);
+	return n < 0 ? -1 : lines;
+}
+
+/* Count the mappings and decide: unmap, or hold back. */
+static void
+maps_count(void)
+{
+	long n, high, low, credit, every, limit;
+	int expect = 0, saved = errno;
+
+	if (!__atomic_compare_exchange_n(&maps.counting, &expect, 1, 0,
+	    __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+		return;
+	if ((limit = maps.limit) == 0) {
+		if ((limit = read_number("/proc/sys/vm/max_map_count")) <= 0)
+			limit = MAPS_LIMIT_DEFAULT;
+		__atomic_store_n(&maps.limit, limit, __ATOMIC_RELAXED);
+	}
+	high = limit - limit / 4;
+	low = limit - limit * 3 / 8;
+	n = count_mappings();
+	if (n < 0) {
+		/* No /proc: as the last count decided, asked again later. */
+		credit = MAPS_HOLD_MAX;
+	} else if (n >= high || (maps.hold && n >= low)) {
+		every = !maps.hold ? MAPS_HOLD_FIRST :
+		    maps.hold_every < MAPS_HOLD_MAX ? maps.hold_every * 2 :
+		    MAPS_HOLD_MAX;
+		maps.hold_every = credit = every;
+		__atomic_store_n(&maps.hold, 1, __ATOMIC_RELAXED);
+	} else {
+		credit = (high - n) / 2 > MAPS_CREDIT_MIN ? (high - n) / 2 :
+		    MAPS_CREDIT_MIN;
+		__atomic_store_n(&maps.hold, 0, __ATOMIC_RELAXED);
+	}
+	if (n >= 0)
+		__atomic_store_n(&maps.count, n, __ATOMIC_RELAXED);
+	__atomic_store_n(&maps.credit, credit, __ATOMIC_RELAXED);
+	__atomic_store_n(&maps.counting, 0, __ATOMIC_RELEASE);
+	errno = saved;
+}
+
+/* A call that may add a mapping: 1 if freed ranges are to be released
+ * in place for now rather than unmapped. */
+static int
+maps_spend(void)
+{
+	if (__atomic_sub_fetch(&maps.credit, 1, __ATOMIC_RELAXED) <= 0)
+		maps_count();
+	return __atomic_load_n(&maps.hold, __ATOMIC_RELAXED);
+}
+
+/* Count now, whatever credit is left: malloc_trim, before it unmaps
+ * kept runs, and the tests.  Returns 1 if holding back. */
+int
+om_os_maps_recount(void)
+{
+	maps_count();
+	return __atomic_load_n(&maps.hold, __ATOMIC_RELAXED);
+}
+
 /* Keep [p, p+len) out of core dumps (conceal memory). */
 static void
 dontdump(void *p, size_t len)
@@ -77,6 +210,7 @@ map(void *hint, size_t len, int flags, int conceal)
 
 	if (fault())
 		return NULL;
+	maps_spend();
 	COUNT(mmap);
 	p = mmap(hint, len, PROT_READ | PROT_WRITE,
 	    MAP_PRIVATE | MAP_ANONYMOUS | flags, -1, 0);
@@ -136,6 +270,7 @@ om_os_reserve(size_t len)
 
 	if (fault())
 		return NULL;
+	maps_spend();
 	COUNT(mmap);
 	p = mmap(NULL, len, PROT_NONE,
 	    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
@@ -176,6 +311,7 @@ om_os_remap(void *p, size_t oldlen, size_t newlen, void *to)
 
 	if (fault())
 		return NULL;
+	maps_spend();
 	COUNT(mmap);
 	q = to == NULL ? mremap(p, oldlen, newlen, MREMAP_MAYMOVE) :
 	    mremap(p, oldlen, newlen, MREMAP_MAYMOVE | MREMAP_FIXED, to);
@@ -220,6 +356,7 @@ static struct {
 	unsigned int runs;		/* runs kept */
 	size_t pages;			/* their pages */
 	unsigned long refused;		/* munmap calls refused */
+	unsigned long held;		/* releases held back (maps_spend) */
 	unsigned long lost;		/* runs released but not kept */
 	uint64_t bins;			/* bit b: bin b not empty */
 	uint32_t bin[KEPT_BINS];	/* first slot of each bin */
@@ -358,9 +495,10 @@ kept_add(uintptr_t p, size_t npages)
 	KEPT_ADD(kept.lost, 1);
 }
 
-/* munmap refused: release the range in place and keep it. */
+/* munmap refused, or held back near the limit (refused 0): release the
+ * range in place and keep it. */
 static void
-keep(void *p, size_t len)
+keep(void *p, size_t len, int refused)
 {
 	/* Guard markers outlive MADV_DONTNEED: off with them first. */
 	if (__atomic_load_n(&guard_marked, __ATOMIC_RELAXED)) {
@@ -371,7 +509,10 @@ keep(void *p, size_t len)
 	if (madvise(p, len, MADV_DONTNEED) != 0)
 		om_fatal(NULL, "munmap failed", p);
 	kept_lock();
-	KEPT_ADD(kept.refused, 1);
+	if (refused)
+		KEPT_ADD(kept.refused, 1);
+	else
+		KEPT_ADD(kept.held, 1);
 	kept_add((uintptr_t)p, OM_PAGEROUND(len) >> OM_PAGE_SHIFT);
 	kept_unlock();
 }
@@ -381,11 +522,15 @@ om_os_unmap(void *p, size_t len)
 {
 	int saved = errno;
 
-	COUNT(munmap);
-	if (munmap(p, len) != 0) {
-		if (errno != ENOMEM)
-			om_fatal(NULL, "munmap failed", p);
-		keep(p, len);
+	if (OM_UNLIKELY(maps_spend()))
+		keep(p, len, 0);
+	else {
+		COUNT(munmap);
+		if (munmap(p, len) != 0) {
+			if (errno != ENOMEM)
+				om_fatal(NULL, "munmap failed", p);
+			keep(p, len, 1);
+		}
 	}
 	errno = saved;
 }
@@ -492,12 +637,15 @@ om_os_map_kept(size_t len)
 }
 
 /* malloc_trim: try munmap on the kept runs again, until the kernel still
- * refuses one. */
+ * refuses one; not while the mappings are too many to add more. */
 void
 om_os_trim_kept(void)
 {
 	int saved = errno;
 
+	if (__atomic_load_n(&kept.runs, __ATOMIC_RELAXED) == 0 ||
+	    om_os_maps_recount())
+		return;
 	while (__atomic_load_n(&kept.runs, __ATOMIC_RELAXED) != 0) {
 		struct kept_run r = { 0, 0, 0 };
 		unsigned int b;
@@ -510,6 +658,7 @@ om_os_trim_kept(void)
 		kept_unlock();
 		if (r.p == 0)
 			break;
+		maps_spend();
 		COUNT(munmap);
 		if (munmap((void *)r.p, (size_t)r.npages << OM_PAGE_SHIFT) ==
 		    0)
@@ -530,6 +679,10 @@ om_os_kept(struct om_os_kept *k)
 	k->runs = __atomic_load_n(&kept.runs, __ATOMIC_RELAXED);
 	k->pages = __atomic_load_n(&kept.pages, __ATOMIC_RELAXED);
 	k->refused = __atomic_load_n(&kept.refused, __ATOMIC_RELAXED);
+	k->held = __atomic_load_n(&kept.held, __ATOMIC_RELAXED);
+	k->maps = __atomic_load_n(&maps.count, __ATOMIC_RELAXED);
+	k->maps_limit = __atomic_load_n(&maps.limit, __ATOMIC_RELAXED);
+	k->holding = __atomic_load_n(&maps.hold, __ATOMIC_RELAXED);
 	k->lost = __atomic_load_n(&kept.lost, __ATOMIC_RELAXED);
 	k->blocks = __atomic_load_n(&kept.blocks, __ATOMIC_RELAXED);
 }
@@ -552,6 +705,8 @@ void
 om_os_fork_child(void)
 {
 	om_mutex_init(&kept.mtx);
+	/* A count another thread had under way is not the child's. */
+	maps.counting = 0;
 }
 
 /* access: 0 none, 1 read-write.  Returns 0 or -1. */
@@ -560,6 +715,7 @@ om_os_protect(void *p, size_t len, int access)
 {
 	int saved = errno, rc;
 
+	maps_spend();
 	COUNT(mprotect);
 	rc = mprotect(p, len, access ? PROT_READ | PROT_WRITE : PROT_NONE);
 	errno = saved;

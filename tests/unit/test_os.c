@@ -388,17 +388,12 @@ maps_count(void)
 	return n;
 }
 
-/*
- * Use up the process's mappings, but LIMIT_MARGIN: pages of a PROT_NONE
- * reservation made readable one in two, each call splitting off two
- * more mappings.  No page is touched.  Returns the reservation.
- */
-static void *
-fill_maps(size_t *len)
+/* vm.max_map_count; past LIMIT_MAX the case is skipped (exit 0). */
+static long
+map_limit(void)
 {
 	FILE *f = fopen("/proc/sys/vm/max_map_count", "r");
-	long max = 0, calls, i;
-	char *p;
+	long max = 0;
 
 	need(f != NULL && fscanf(f, "%ld", &max) == 1, "no max_map_count");
 	fclose(f);
@@ -407,7 +402,21 @@ fill_maps(size_t *len)
 		    LIMIT_MAX);
 		_exit(0);
 	}
-	calls = (max - LIMIT_MARGIN - maps_count()) / 2;
+	return max;
+}
+
+/*
+ * Use up the process's mappings, but leave: pages of a PROT_NONE
+ * reservation made readable one in two, each call splitting off two
+ * more mappings.  No page is touched.  Returns the reservation.
+ */
+static void *
+fill_maps(long leave, size_t *len)
+{
+	long max = map_limit(), calls, i;
+	char *p;
+
+	calls = (max - leave - maps_count()) / 2;
 	need(calls > 0, "max_map_count %ld too low", max);
 	*len = (size_t)(2 * calls + 2) * OM_PAGE_SIZE;
 	p = mmap(NULL, *len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS |
@@ -470,7 +479,11 @@ at_map_limit(void *arg)
 		memset(b[i], 1, 2 * OM_PAGE_SIZE);
 	}
 	om_os_kept(&k0);
-	fill = fill_maps(&len);
+	/* A count before the fill leaves credit for the whole case: the
+	 * mappings are not counted again, and the refusals are the
+	 * kernel's (see near_map_limit for the count that holds back). */
+	need(!om_os_maps_recount(), "holding back before the fill");
+	fill = fill_maps(LIMIT_MARGIN, &len);
 	/* Every other block freed: each run the caches let go is a hole in
 	 * a mapping, and from about the LIMIT_MARGIN / 2th the kernel
 	 * refuses the split.  Refused, the run is released in place. */
@@ -534,7 +547,8 @@ kept_split(void *arg)
 	memset(p, 1, 100 * OM_PAGE_SIZE);
 	scratch = om_os_map(4 * LIMIT_MARGIN * OM_PAGE_SIZE, 0);
 	need(scratch != NULL, "scratch");
-	fill = fill_maps(&len);
+	need(!om_os_maps_recount(), "holding back before the fill");
+	fill = fill_maps(LIMIT_MARGIN, &len);
 	/* The margin used up, a page at a time, until the first refusal. */
 	do {
 		need(n < 2 * LIMIT_MARGIN, "no munmap refused");
@@ -573,6 +587,83 @@ kept_split(void *arg)
 	need(munmap(fill, len) == 0, "munmap of the reservation");
 }
 
+/*
+ * Near the limit, omalloc holds back before the kernel refuses: from
+ * three quarters of vm.max_map_count on, freed runs are released in
+ * place and kept, and the program can still map.  The mappings are
+ * filled in two steps around a count, so that the count that decides
+ * to hold back is one the credit calls for, as in a program's run.
+ */
+#define HOLD_BLOCKS	6000
+
+static void
+near_map_limit(void *arg)
+{
+	static char *b[HOLD_BLOCKS];
+	struct om_os_kept k0, k1, k2;
+	size_t i, len1, len2;
+	long max, before, after;
+	void *fill1, *fill2, *big;
+	char *p;
+
+	(void)arg;
+	unit_init();
+	for (i = 0; i < HOLD_BLOCKS; i++)
+		need((b[i] = malloc(2 * OM_PAGE_SIZE)) != NULL, "malloc %zu",
+		    i);
+	max = map_limit();
+	/* Just under the mark, and counted: the credit is the least. */
+	fill1 = fill_maps(max / 4 + 500, &len1);
+	need(!om_os_maps_recount(), "holding back under the mark");
+	/* Then to seven eighths, behind omalloc's back. */
+	fill2 = fill_maps(max / 8, &len2);
+	om_os_kept(&k0);
+	before = maps_count();
+	for (i = 0; i < HOLD_BLOCKS; i += 2)
+		free(b[i]);
+	om_os_kept(&k1);
+	after = maps_count();
+	need(k1.holding, "not holding back at %ld mappings of %ld", after,
+	    max);
+	need(k1.refused == k0.refused, "the kernel refused %lu munmaps",
+	    k1.refused - k0.refused);
+	need(k1.held > k0.held && k1.runs > k0.runs, "held back %lu, kept "
+	    "%u runs", k1.held - k0.held, k1.runs);
+	need(k1.maps >= max - max / 4 && k1.maps_limit == max,
+	    "counted %ld of %ld", k1.maps, k1.maps_limit);
+	need(after < max - max / 16, "%ld mappings of %ld (%ld before the "
+	    "frees)", after, max, before);
+	/* The program can still map: a mapping split in three, and a
+	 * block no kept run fits. */
+	p = mmap(NULL, 3 * OM_PAGE_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE |
+	    MAP_ANONYMOUS, -1, 0);
+	need(p != MAP_FAILED, "mmap");
+	need(mprotect(p + OM_PAGE_SIZE, OM_PAGE_SIZE, PROT_READ) == 0,
+	    "mprotect");
+	need((big = malloc((size_t)8 << 20)) != NULL, "8 MiB");
+	memset(big, 3, (size_t)8 << 20);
+	/* The kept runs come back before anything new is mapped. */
+	for (i = 0; i < HOLD_BLOCKS; i += 2) {
+		need((b[i] = malloc(2 * OM_PAGE_SIZE)) != NULL, "again %zu", i);
+		b[i][0] = 2;
+	}
+	om_os_kept(&k2);
+	need(k2.runs < k1.runs, "kept runs %u, before %u", k2.runs, k1.runs);
+	need(maps_count() <= after + 4, "%ld mappings, %ld before",
+	    maps_count(), after);
+	/* Room again: malloc_trim counts, and unmaps what was kept. */
+	need(munmap(fill2, len2) == 0 && munmap(fill1, len1) == 0 &&
+	    munmap(p, 3 * OM_PAGE_SIZE) == 0, "munmap");
+	free(big);
+	for (i = 0; i < HOLD_BLOCKS; i++)
+		free(b[i]);
+	malloc_trim(0);
+	om_os_kept(&k2);
+	need(!k2.holding && k2.runs == 0 && k2.pages == 0, "after trim: "
+	    "holding %d, kept %u runs %zu pages", k2.holding, k2.runs,
+	    k2.pages);
+}
+
 /* fn, in a child of its own (its mappings go with it), passes. */
 static void
 child_passes(void (*fn)(void *))
@@ -595,6 +686,12 @@ START_TEST(munmap_refused_at_map_limit)
 }
 END_TEST
 
+START_TEST(held_back_near_map_limit)
+{
+	child_passes(near_map_limit);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -613,6 +710,7 @@ main(void)
 	tcase_add_test(t, ids_and_write);
 	tcase_add_test(t, munmap_refused_at_map_limit);
 	tcase_add_test(t, kept_runs_split_and_reused);
+	tcase_add_test(t, held_back_near_map_limit);
 	suite_add_tcase(s, t);
 	return unit_main(s);
 }
