@@ -154,6 +154,32 @@ class Normal(Base):
                          "in place, kept 12 runs of 30 pages (list 1 "
                          "pages), lost 0 runs")
 
+    def test_held_back_near_map_limit(self):
+        # Both lines come once releases were held back near the limit.
+        d = json.loads(self.ok("json", fx("normal.out")))
+        self.assertEqual(d["maps"], {})
+        with open(fx("normal.out")) as f:
+            text = f.read()
+        text = text.replace("madvise 0\n", "madvise 0\nMappings 49700 of "
+                            "65530 at the last count, releases held back "
+                            "3400, holding back\nMunmap refused 0, "
+                            "released in place: kept 3390 runs 6780 pages, "
+                            "list 14 pages, lost 0 runs\n", 1)
+        with tempfile.NamedTemporaryFile("w", suffix=".out") as f:
+            f.write(text)
+            f.flush()
+            d = json.loads(self.ok("json", f.name))
+            out = self.ok("summary", f.name)
+        self.assertEqual(d["maps"], {"count": 49700, "limit": 65530,
+                                     "held": 3400, "holding": True})
+        self.assertEqual(d["kept"]["runs"], 3390)
+        self.assertEqual(out.splitlines()[3], "mappings 49700 of 65530 at "
+                         "the last count: 3400 releases held back, "
+                         "holding back")
+        self.assertEqual(out.splitlines()[4], "munmap refused 0: released "
+                         "in place, kept 3390 runs of 6780 pages (list 14 "
+                         "pages), lost 0 runs")
+
     def test_csv(self):
         out = self.ok("csv", fx("normal.out"))
         rows = list(csv.DictReader(io.StringIO(out)))
