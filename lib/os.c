@@ -517,6 +517,18 @@ keep(void *p, size_t len, int refused)
 	kept_unlock();
 }
 
+/* munmap, or keep what the kernel refuses to unmap (errno changed). */
+static void
+unmap_now(void *p, size_t len)
+{
+	COUNT(munmap);
+	if (munmap(p, len) != 0) {
+		if (errno != ENOMEM)
+			om_fatal(NULL, "munmap failed", p);
+		keep(p, len, 1);
+	}
+}
+
 void
 om_os_unmap(void *p, size_t len)
 {
@@ -524,14 +536,8 @@ om_os_unmap(void *p, size_t len)
 
 	if (OM_UNLIKELY(maps_spend()))
 		keep(p, len, 0);
-	else {
-		COUNT(munmap);
-		if (munmap(p, len) != 0) {
-			if (errno != ENOMEM)
-				om_fatal(NULL, "munmap failed", p);
-			keep(p, len, 1);
-		}
-	}
+	else
+		unmap_now(p, len);
 	errno = saved;
 }
 
@@ -636,16 +642,105 @@ om_os_map_kept(size_t len)
 	return (void *)r.p;
 }
 
+static void
+sift(struct kept_run *r, size_t root, size_t end)
+{
+	struct kept_run t;
+	size_t child;
+
+	while ((child = 2 * root + 1) < end) {
+		if (child + 1 < end && r[child].p < r[child + 1].p)
+			child++;
+		if (r[root].p >= r[child].p)
+			return;
+		t = r[root];
+		r[root] = r[child];
+		r[child] = t;
+		root = child;
+	}
+}
+
+/* Runs in address order: a heap sort, since qsort may allocate. */
+static void
+sort_runs(struct kept_run *r, size_t n)
+{
+	struct kept_run t;
+	size_t i;
+
+	for (i = n / 2; i-- > 0;)
+		sift(r, i, n);
+	for (i = n; i-- > 1;) {
+		t = r[0];
+		r[0] = r[i];
+		r[i] = t;
+		sift(r, 0, i);
+	}
+}
+
+/*
+ * malloc_trim while holding back (see maps_spend): every kept run, in
+ * address order and joined to the kept runs it touches, unmapped from
+ * the lowest up, so that a mapping made of kept runs goes whole rather
+ * than split first: after the caches are emptied, that is most of them.
+ * A kept run between live blocks still makes a hole, so a count every
+ * MAPS_CREDIT_MIN ranges stops it at seven eighths of the limit; what
+ * is left is kept again.
+ */
+static void
+trim_holding(void)
+{
+	long limit = __atomic_load_n(&maps.limit, __ATOMIC_RELAXED);
+	size_t n = __atomic_load_n(&kept.runs, __ATOMIC_RELAXED), m, i, j;
+	size_t len = OM_PAGEROUND(n * sizeof(struct kept_run)), np;
+	struct kept_run *r;
+	long spans = 0;
+
+	if (n == 0 || (r = map(NULL, len, 0, 0)) == NULL)
+		return;
+	kept_lock();
+	for (m = 0; m < n && kept.bins != 0; m++) {
+		unsigned int b = (unsigned int)__builtin_ctzll(kept.bins);
+
+		r[m] = kept_unlink(b, &kept.bin[b]);
+	}
+	kept_unlock();
+	sort_runs(r, m);
+	for (i = 0; i < m; i = j) {
+		np = r[i].npages;
+		for (j = i + 1; j < m && r[j].p == r[i].p + (np <<
+		    OM_PAGE_SHIFT); j++)
+			np += r[j].npages;
+		if (++spans % MAPS_CREDIT_MIN == 0 &&
+		    count_mappings() >= limit - limit / 8)
+			break;
+		COUNT(munmap);
+		if (munmap((void *)r[i].p, np << OM_PAGE_SHIFT) != 0)
+			break;
+	}
+	kept_lock();
+	for (; i < m; i++)
+		kept_add(r[i].p, r[i].npages);
+	kept_unlock();
+	/* Not kept: that would leave a run where the caller asked for
+	 * none. */
+	unmap_now(r, len);
+}
+
 /* malloc_trim: try munmap on the kept runs again, until the kernel still
- * refuses one; not while the mappings are too many to add more. */
+ * refuses one; while holding back, in address order (trim_holding). */
 void
 om_os_trim_kept(void)
 {
 	int saved = errno;
 
-	if (__atomic_load_n(&kept.runs, __ATOMIC_RELAXED) == 0 ||
-	    om_os_maps_recount())
+	if (__atomic_load_n(&kept.runs, __ATOMIC_RELAXED) == 0)
 		return;
+	if (om_os_maps_recount()) {
+		trim_holding();
+		om_os_maps_recount();
+		errno = saved;
+		return;
+	}
 	while (__atomic_load_n(&kept.runs, __ATOMIC_RELAXED) != 0) {
 		struct kept_run r = { 0, 0, 0 };
 		unsigned int b;
