@@ -134,51 +134,46 @@ class Normal(Base):
         self.assertEqual(d["total"]["lock_biased"], 300)
         self.assertEqual(rows[0]["lock_revoked"], "2")
 
+    def with_lines(self, lines):
+        """json and summary of normal.out with lines after Syscalls."""
+        with open(fx("normal.out")) as f:
+            text = f.read().replace("madvise 0\n", "madvise 0\n" + lines, 1)
+        with tempfile.NamedTemporaryFile("w", suffix=".out") as f:
+            f.write(text)
+            f.flush()
+            return (json.loads(self.ok("json", f.name)),
+                    self.ok("summary", f.name).splitlines())
+
     def test_munmap_refused(self):
         # The line comes only after the kernel refused an munmap.
         d = json.loads(self.ok("json", fx("normal.out")))
         self.assertEqual(d["kept"], {})
-        with open(fx("normal.out")) as f:
-            text = f.read()
-        text = text.replace("madvise 0\n", "madvise 0\nMunmap refused 40, "
-                            "released in place: kept 12 runs 30 pages, "
-                            "list 1 pages, lost 0 runs\n", 1)
-        with tempfile.NamedTemporaryFile("w", suffix=".out") as f:
-            f.write(text)
-            f.flush()
-            d = json.loads(self.ok("json", f.name))
-            out = self.ok("summary", f.name)
+        d, out = self.with_lines("Munmap refused 40, released in place: "
+                                 "kept 12 runs 30 pages, list 1 pages, "
+                                 "lost 0 runs\n")
         self.assertEqual(d["kept"], {"refused": 40, "runs": 12, "pages": 30,
                                      "list": 1, "lost": 0})
-        self.assertEqual(out.splitlines()[3], "munmap refused 40: released "
-                         "in place, kept 12 runs of 30 pages (list 1 "
-                         "pages), lost 0 runs")
+        self.assertEqual(out[3], "munmap refused 40: released in place, "
+                         "kept 12 runs of 30 pages (list 1 pages), lost 0 "
+                         "runs")
 
     def test_held_back_near_map_limit(self):
         # Both lines come once releases were held back near the limit.
         d = json.loads(self.ok("json", fx("normal.out")))
         self.assertEqual(d["maps"], {})
-        with open(fx("normal.out")) as f:
-            text = f.read()
-        text = text.replace("madvise 0\n", "madvise 0\nMappings 49700 of "
-                            "65530 at the last count, releases held back "
-                            "3400, holding back\nMunmap refused 0, "
-                            "released in place: kept 3390 runs 6780 pages, "
-                            "list 14 pages, lost 0 runs\n", 1)
-        with tempfile.NamedTemporaryFile("w", suffix=".out") as f:
-            f.write(text)
-            f.flush()
-            d = json.loads(self.ok("json", f.name))
-            out = self.ok("summary", f.name)
+        d, out = self.with_lines("Mappings 49700 of 65530 at the last "
+                                 "count, releases held back 3400, holding "
+                                 "back\nMunmap refused 0, released in "
+                                 "place: kept 3390 runs 6780 pages, list 14 "
+                                 "pages, lost 0 runs\n")
         self.assertEqual(d["maps"], {"count": 49700, "limit": 65530,
                                      "held": 3400, "holding": True})
         self.assertEqual(d["kept"]["runs"], 3390)
-        self.assertEqual(out.splitlines()[3], "mappings 49700 of 65530 at "
-                         "the last count: 3400 releases held back, "
-                         "holding back")
-        self.assertEqual(out.splitlines()[4], "munmap refused 0: released "
-                         "in place, kept 3390 runs of 6780 pages (list 14 "
-                         "pages), lost 0 runs")
+        self.assertEqual(out[3], "mappings 49700 of 65530 at the last count: "
+                         "3400 releases held back, holding back")
+        self.assertEqual(out[4], "munmap refused 0: released in place, kept "
+                         "3390 runs of 6780 pages (list 14 pages), lost 0 "
+                         "runs")
 
     def test_csv(self):
         out = self.ok("csv", fx("normal.out"))
