@@ -878,24 +878,29 @@ om_os_readonly(void *p, size_t len)
 	errno = saved;
 }
 
-void
+/* Sleep while *w == val, ns at most; whether a wake ended the sleep
+ * (not the timeout, a signal or w changed). */
+int
 om_os_futex_wait(int *w, int val, long ns)
 {
 	struct timespec ts = { .tv_sec = ns / 1000000000L,
 		.tv_nsec = ns % 1000000000L };
 	int saved = errno;
+	long rc = syscall(SYS_futex, w, FUTEX_WAIT_PRIVATE, val, &ts, NULL, 0);
 
-	syscall(SYS_futex, w, FUTEX_WAIT_PRIVATE, val, &ts, NULL, 0);
 	errno = saved;
+	return rc == 0;
 }
 
-void
+/* Wake one thread sleeping on w; whether there was one. */
+int
 om_os_futex_wake(int *w)
 {
 	int saved = errno;
+	long n = syscall(SYS_futex, w, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 
-	syscall(SYS_futex, w, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 	errno = saved;
+	return n > 0;
 }
 
 static int

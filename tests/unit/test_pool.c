@@ -697,6 +697,9 @@ hold_while_waited(struct yielding *y)
 	om_mutex_unlock(&y->m);
 	ck_assert_int_eq(pthread_join(t, NULL), 0);
 	ck_assert(y->got);
+	/* Nobody waits any more, and no wake-up is on its way. */
+	ck_assert_int_eq(y->m.sleepers, 0);
+	ck_assert_int_eq(y->m.waking, 0);
 }
 
 START_TEST(waiter_yields_on_holders_cpu)
@@ -720,6 +723,95 @@ START_TEST(waiter_yields_on_holders_cpu)
 	other.cpu[1] = i;
 	hold_while_waited(&other);
 	ck_assert_int_eq(other.sleepers, 1);
+}
+END_TEST
+
+/*
+ * `waking` says a woken sleeper has not run yet, and holds back the wakes
+ * of the releases meanwhile.  A wake that finds nobody asleep (a waiter
+ * counted an instant before its futex call) must not leave it set, or
+ * the sleepers that come later would be left to their timeouts; and only
+ * the woken sleeper clears it, not one whose sleep timed out.
+ */
+struct napping {
+	struct om_mutex m;
+	pid_t tid;		/* the waiter's */
+	int got;
+};
+
+static void *
+nap_for_lock(void *arg)
+{
+	struct napping *n = arg;
+
+	__atomic_store_n(&n->tid, (pid_t)syscall(SYS_gettid), __ATOMIC_RELEASE);
+	om_mutex_lock(&n->m, 2);
+	__atomic_store_n(&n->got, 1, __ATOMIC_RELEASE);
+	om_mutex_unlock(&n->m);
+	return NULL;
+}
+
+/* A thread's state letter and its voluntary context switches. */
+static void
+task_sleeps(pid_t tid, char *state, long *switches)
+{
+	char path[64], line[128];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/status", (int)tid);
+	ck_assert_ptr_nonnull(f = fopen(path, "r"));
+	*state = '?';
+	*switches = -1;
+	while (fgets(line, sizeof(line), f) != NULL) {
+		if (strncmp(line, "State:", 6) == 0)
+			sscanf(line + 6, " %c", state);
+		sscanf(line, "voluntary_ctxt_switches: %ld", switches);
+	}
+	fclose(f);
+	ck_assert_int_ge(*switches, 0);
+}
+
+START_TEST(wake_that_finds_nobody)
+{
+	struct napping n = { 0 };
+	pthread_t t;
+	long before, now;
+	char state;
+
+	om_mutex_init(&n.m);
+	om_mutex_lock(&n.m, 1);
+	n.m.sleepers = 1;	/* counted, not asleep yet */
+	om_mutex_unlock(&n.m);
+	ck_assert_int_eq(n.m.waking, 0);
+
+	/* A real sleeper, with a wake-up taken to be on its way to
+	 * another: its timeouts leave the flag alone. */
+	om_mutex_init(&n.m);
+	om_mutex_lock(&n.m, 1);
+	n.m.waking = 1;
+	ck_assert_int_eq(pthread_create(&t, NULL, nap_for_lock, &n), 0);
+	while (__atomic_load_n(&n.tid, __ATOMIC_ACQUIRE) == 0 ||
+	    __atomic_load_n(&n.m.sleepers, __ATOMIC_ACQUIRE) == 0)
+		usleep(1000);
+	do {
+		usleep(1000);
+		task_sleeps(n.tid, &state, &before);
+	} while (state != 'S');
+	/* Asleep; once it has woken on its timeout and slept again, its
+	 * count of voluntary switches has moved on. */
+	do {
+		usleep(5000);
+		task_sleeps(n.tid, &state, &now);
+	} while (now == before || state != 'S');
+	ck_assert_int_eq(n.m.waking, 1);
+	ck_assert_int_eq(n.got, 0);
+	/* Nothing on its way after all: the release wakes it. */
+	n.m.waking = 0;
+	om_mutex_unlock(&n.m);
+	ck_assert_int_eq(pthread_join(t, NULL), 0);
+	ck_assert(n.got);
+	ck_assert_int_eq(n.m.sleepers, 0);
+	ck_assert_int_eq(n.m.waking, 0);
 }
 END_TEST
 
@@ -1367,6 +1459,7 @@ main(void)
 	tcase_add_test(t, remote_queue_one_pool);
 	tcase_add_test(t, fork_hooks_lock_all);
 	tcase_add_test(t, waiter_yields_on_holders_cpu);
+	tcase_add_test(t, wake_that_finds_nobody);
 	tcase_add_test(t, fork_while_threads_allocate);
 	tcase_add_test(t, bias_grant_revoke);
 	tcase_add_test(t, bias_of_exited_thread);
