@@ -99,6 +99,16 @@ om_mutex_wait(struct om_mutex *m, int owner)
 	}
 }
 
+/* Wake a sleeper for om_mutex_unlock, kept out of line so that the
+ * release inlined into every entry point stays a store and two loads. */
+OM_COLD OM_NOINLINE void
+om_mutex_wake(struct om_mutex *m)
+{
+	__atomic_store_n(&m->waking, 1, __ATOMIC_RELAXED);
+	if (!om_os_futex_wake(&m->w))
+		__atomic_store_n(&m->waking, 0, __ATOMIC_RELAXED);
+}
+
 /* A thread that does not hold d's bias took w: count the run that earns
  * it, or take back the bias another thread holds (which makes the next
  * bias cost a longer run, unless admin: statistics and trims visit every

@@ -245,6 +245,7 @@ om_cpu(void)
 int om_os_futex_wait(int *w, int val, long ns);
 int om_os_futex_wake(int *w);
 void om_mutex_wait(struct om_mutex *m, int owner);
+void om_mutex_wake(struct om_mutex *m);
 
 OM_INLINE int
 om_mutex_trylock(struct om_mutex *m, int owner)
@@ -285,11 +286,8 @@ om_mutex_unlock(struct om_mutex *m)
 {
 	__atomic_store_n(&m->w, 0, __ATOMIC_RELEASE);
 	if (OM_UNLIKELY(__atomic_load_n(&m->sleepers, __ATOMIC_RELAXED) != 0) &&
-	    !__atomic_load_n(&m->waking, __ATOMIC_RELAXED)) {
-		__atomic_store_n(&m->waking, 1, __ATOMIC_RELAXED);
-		if (!om_os_futex_wake(&m->w))
-			__atomic_store_n(&m->waking, 0, __ATOMIC_RELAXED);
-	}
+	    !__atomic_load_n(&m->waking, __ATOMIC_RELAXED))
+		om_mutex_wake(m);
 }
 
 /*
