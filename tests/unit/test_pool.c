@@ -815,6 +815,65 @@ START_TEST(wake_that_finds_nobody)
 }
 END_TEST
 
+/*
+ * Many more threads than CPUs on one lock, some holders sleeping inside
+ * it so that the others spin, yield and sleep on the futex: the lock
+ * still excludes (a plain counter, incremented under it, comes out
+ * exact), every waiter gets it, and the bookkeeping of sleepers and
+ * wake-ups comes back to rest.
+ */
+#define CROWD_THREADS 32
+#define CROWD_ROUNDS 2000
+
+struct crowd {
+	struct om_mutex m;
+	unsigned long count;	/* under m only */
+	int inside;		/* threads inside m at once: never over 1 */
+	int most;
+};
+
+static void *
+crowd_member(void *arg)
+{
+	struct crowd *c = arg;
+	int owner = (int)syscall(SYS_gettid), i, in;
+
+	for (i = 0; i < CROWD_ROUNDS; i++) {
+		om_mutex_lock(&c->m, owner);
+		in = __atomic_add_fetch(&c->inside, 1, __ATOMIC_RELAXED);
+		if (in > c->most)
+			c->most = in;
+		c->count++;
+		if (i % 64 == 0)
+			usleep(100);
+		__atomic_sub_fetch(&c->inside, 1, __ATOMIC_RELAXED);
+		om_mutex_unlock(&c->m);
+	}
+	return NULL;
+}
+
+START_TEST(crowded_lock)
+{
+	static struct crowd c;
+	pthread_t t[CROWD_THREADS];
+	int i;
+
+	memset(&c, 0, sizeof(c));
+	om_mutex_init(&c.m);
+	for (i = 0; i < CROWD_THREADS; i++)
+		ck_assert_int_eq(pthread_create(&t[i], NULL, crowd_member,
+		    &c), 0);
+	for (i = 0; i < CROWD_THREADS; i++)
+		ck_assert_int_eq(pthread_join(t[i], NULL), 0);
+	ck_assert_uint_eq(c.count, (unsigned long)CROWD_THREADS *
+	    CROWD_ROUNDS);
+	ck_assert_int_eq(c.most, 1);
+	ck_assert_int_eq(c.m.w, 0);
+	ck_assert_int_eq(c.m.sleepers, 0);
+	ck_assert_int_eq(c.m.waking, 0);
+}
+END_TEST
+
 /* The lock word of pool i, whatever the lock's type. */
 static void
 lock_bytes(unsigned int i, unsigned char *out)
@@ -1460,6 +1519,7 @@ main(void)
 	tcase_add_test(t, fork_hooks_lock_all);
 	tcase_add_test(t, waiter_yields_on_holders_cpu);
 	tcase_add_test(t, wake_that_finds_nobody);
+	tcase_add_test(t, crowded_lock);
 	tcase_add_test(t, fork_while_threads_allocate);
 	tcase_add_test(t, bias_grant_revoke);
 	tcase_add_test(t, bias_of_exited_thread);
