@@ -645,7 +645,8 @@ END_TEST
  */
 struct yielding {
 	struct om_mutex m;
-	int cpu[2];		/* holder's, waiter's */
+	int cpu[2];		/* holder's, waiter's (-1: not pinned) */
+	pid_t tid;		/* the waiter's */
 	int trying;		/* the waiter is about to wait */
 	int sleepers;		/* seen by the holder before release */
 	int got;		/* the waiter took the lock */
@@ -666,7 +667,9 @@ wait_for_lock(void *arg)
 {
 	struct yielding *y = arg;
 
-	pin(y->cpu[1]);
+	if (y->cpu[1] >= 0)
+		pin(y->cpu[1]);
+	__atomic_store_n(&y->tid, (pid_t)syscall(SYS_gettid), __ATOMIC_RELEASE);
 	__atomic_store_n(&y->trying, 1, __ATOMIC_RELEASE);
 	om_mutex_lock(&y->m, 2);
 	__atomic_store_n(&y->got, 1, __ATOMIC_RELEASE);
@@ -726,31 +729,6 @@ START_TEST(waiter_yields_on_holders_cpu)
 }
 END_TEST
 
-/*
- * `waking` says a woken sleeper has not run yet, and holds back the wakes
- * of the releases meanwhile.  A wake that finds nobody asleep (a waiter
- * counted an instant before its futex call) must not leave it set, or
- * the sleepers that come later would be left to their timeouts; and only
- * the woken sleeper clears it, not one whose sleep timed out.
- */
-struct napping {
-	struct om_mutex m;
-	pid_t tid;		/* the waiter's */
-	int got;
-};
-
-static void *
-nap_for_lock(void *arg)
-{
-	struct napping *n = arg;
-
-	__atomic_store_n(&n->tid, (pid_t)syscall(SYS_gettid), __ATOMIC_RELEASE);
-	om_mutex_lock(&n->m, 2);
-	__atomic_store_n(&n->got, 1, __ATOMIC_RELEASE);
-	om_mutex_unlock(&n->m);
-	return NULL;
-}
-
 /* A thread's state letter and its voluntary context switches. */
 static void
 task_sleeps(pid_t tid, char *state, long *switches)
@@ -771,9 +749,16 @@ task_sleeps(pid_t tid, char *state, long *switches)
 	ck_assert_int_ge(*switches, 0);
 }
 
+/*
+ * `waking` says a woken sleeper has not run yet, and holds back the wakes
+ * of the releases meanwhile.  A wake that finds nobody asleep (a waiter
+ * counted an instant before its futex call) must not leave it set, or
+ * the sleepers that come later would be left to their timeouts; and only
+ * the woken sleeper clears it, not one whose sleep timed out.
+ */
 START_TEST(wake_that_finds_nobody)
 {
-	struct napping n = { 0 };
+	struct yielding n = { .cpu = { -1, -1 } };
 	pthread_t t;
 	long before, now;
 	char state;
@@ -789,7 +774,7 @@ START_TEST(wake_that_finds_nobody)
 	om_mutex_init(&n.m);
 	om_mutex_lock(&n.m, 1);
 	n.m.waking = 1;
-	ck_assert_int_eq(pthread_create(&t, NULL, nap_for_lock, &n), 0);
+	ck_assert_int_eq(pthread_create(&t, NULL, wait_for_lock, &n), 0);
 	while (__atomic_load_n(&n.tid, __ATOMIC_ACQUIRE) == 0 ||
 	    __atomic_load_n(&n.m.sleepers, __ATOMIC_ACQUIRE) == 0)
 		usleep(1000);
