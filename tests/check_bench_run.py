@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """bench/run's table: each ratio is the median of the ratios of runs
-paired within a repetition, the geometric mean is taken over those, and
-each repetition starts one configuration further along.
+paired within a repetition, the geometric mean is taken over those, the
+goals section reads each goal off the rows it covers, and each
+repetition starts one configuration further along.
 
 Usage: check_bench_run.py BENCH_RUN
 """
@@ -85,6 +86,48 @@ def main():
     if seen != set(want):
         sys.exit("rows missing from the table: %r\n%s" %
                  (sorted(set(want) - seen), text))
+    goal = ("| ≥ 0.5x glibc: lps up to 1 KiB, 1 thread | 1 | 1 | 1.00x | "
+            "none |")
+    if "\n## Against the performance goals\n" not in text or \
+            goal not in text.splitlines():
+        sys.exit("goals section missing or wrong:\n%s" % text)
+
+    # The goals section: each goal's rows, paired ratios of omalloc's
+    # speed to the allocator it names, a time row inverted.
+    small = "lps size=64 threads=1 seconds=0.1"
+    big = "lps size=64k threads=8 seconds=0.1"
+    touch = "lps size=64k threads=8 touch=1 seconds=0.1"
+    xfree = "xfree size=64 rounds=200"
+    l8 = "larson threads=8 seconds=0.2"
+    rows = rows_of(small, "loops_per_sec",
+                   {"omalloc": [30, 60, 30], "glibc": [100, 100, 100],
+                    "scudo": [20, 20, 40]})
+    rows += rows_of(big, "loops_per_sec",
+                    {"omalloc": [90, 90, 90], "glibc": [100, 100, 80]})
+    rows += rows_of(touch, "loops_per_sec",
+                    {"omalloc": [10, 10, 10], "glibc": [1, 1, 1]})
+    rows += rows_of(xfree, "local_ns",
+                    {"omalloc": [10, 10, 10], "scudo": [30, 30, 30]})
+    rows += rows_of(xfree, "remote_ns",
+                    {"omalloc": [40, 40, 40], "scudo": [20, 20, 20]})
+    rows += rows_of(l8, "ops_per_sec",
+                    {"omalloc": [50, 50, 50], "glibc": [40, 40, 40]})
+    got = br.goal_lines(br.collect(rows))
+    want = [
+        "| ≥ 2.0x scudo: lps, 64 B to 4 KiB, 1 and 8 threads | 1 | 0 | "
+        "1.50x | %s 1.50x |" % small,
+        "| ≥ 1.0x scudo: every other speed row | 2 | 1 | 0.50–3.00x | "
+        "%s (remote_ns) 0.50x |" % xfree,
+        "| ≥ 0.5x glibc: lps up to 1 KiB, 1 thread | 1 | 0 | 0.30x | "
+        "%s 0.30x |" % small,
+        "| ≥ 1.0x glibc: larson and threadtest, 8 threads | 1 | 1 | 1.25x | "
+        "none |",
+        "| ≥ 1.0x glibc: lps with 64 KiB blocks, 1 and 8 threads | 1 | 0 | "
+        "0.90x | %s 0.90x |" % big,
+    ]
+    if got != want:
+        sys.exit("goals:\n%s\nexpected:\n%s" % ("\n".join(got),
+                                                   "\n".join(want)))
 
     # Each repetition starts one configuration further along.
     firsts = [br.rotated(["a", "b", "c"], rep)[0] for rep in range(1, 5)]
