@@ -88,7 +88,7 @@ def main():
                  (sorted(set(want) - seen), text))
     goal = ("| ≥ 0.5x glibc: lps up to 1 KiB, 1 thread | 1 | 1 | 1.00x | "
             "none |")
-    if "\n## Against the performance goals\n" not in text or \
+    if "\n## Against the goals\n" not in text or \
             goal not in text.splitlines():
         sys.exit("goals section missing or wrong:\n%s" % text)
 
@@ -112,7 +112,15 @@ def main():
                     {"omalloc": [40, 40, 40], "scudo": [20, 20, 20]})
     rows += rows_of(l8, "ops_per_sec",
                     {"omalloc": [50, 50, 50], "glibc": [40, 40, 40]})
-    got = br.goal_lines(br.collect(rows))
+    # Peaks over glibc's, xfree's own ratio, pairs over the floor.
+    rows += rows_of(small, "maxrss_kib",
+                    {"omalloc": [130, 130, 140], "glibc": [100, 100, 100]})
+    rows += rows_of(l8, "maxrss_kib",
+                    {"omalloc": [90, 90, 90], "glibc": [100, 100, 100]})
+    rows += rows_of(xfree, "ratio", {"omalloc": [1.5, 2.5, 2.2]})
+    floor = {small: {"omalloc": [1.4, 1.6, 1.5]},
+             "lps size=256 threads=1 seconds=0.1": {"omalloc": [4.0]}}
+    got = br.goal_lines(br.collect(rows), floor)
     want = [
         "| ≥ 2.0x scudo: lps, 64 B to 4 KiB, 1 and 8 threads | 1 | 0 | "
         "1.50x | %s 1.50x |" % small,
@@ -124,6 +132,12 @@ def main():
         "none |",
         "| ≥ 1.0x glibc: lps with 64 KiB blocks, 1 and 8 threads | 1 | 0 | "
         "0.90x | %s 0.90x |" % big,
+        "| ≤ 1.2x glibc: peak memory, every row | 2 | 1 | 0.90–1.30x | "
+        "%s (maxrss_kib) 1.30x |" % small,
+        "| ≤ 2.0x: a free into another pool over a local one | 1 | 0 | "
+        "2.20x | %s 2.20x |" % xfree,
+        "| ≤ 3.0x: a 64-byte pair over the machine floor | 1 | 1 | 1.50x | "
+        "none |",
     ]
     if got != want:
         sys.exit("goals:\n%s\nexpected:\n%s" % ("\n".join(got),
