@@ -3,7 +3,8 @@
  *
  * The standard functions (malloc, free, posix_memalign, malloc_usable_size,
  * mallinfo2, ...) keep their usual headers: <stdlib.h> and <malloc.h>.
- * This header declares only what OpenBSD and omalloc add.
+ * This header declares only what OpenBSD and omalloc add, and C23's sized
+ * frees for C libraries whose <stdlib.h> does not have them yet.
  */
 #ifndef OMALLOC_H
 #define OMALLOC_H
@@ -26,6 +27,24 @@ void malloc_gdump(int fd);
  * the size the block was allocated with; a larger size aborts.
  */
 void freezero(void *ptr, size_t size);
+
+/*
+ * C23: free ptr, which was allocated with size bytes (by malloc, calloc or
+ * realloc; by aligned_alloc with alignment for free_aligned_sized).  A
+ * size larger than the block's, or a ptr not so aligned, aborts.  Declared
+ * as a C library that has them declares them (no exceptions in C++), so
+ * both declarations may meet.
+ */
+#if defined(__cplusplus) && __cplusplus >= 201103L
+#define OMALLOC_NOTHROW noexcept
+#elif defined(__cplusplus)
+#define OMALLOC_NOTHROW throw()
+#else
+#define OMALLOC_NOTHROW
+#endif
+void free_sized(void *ptr, size_t size) OMALLOC_NOTHROW;
+void free_aligned_sized(void *ptr, size_t alignment, size_t size)
+    OMALLOC_NOTHROW;
 
 /*
  * Resize ptr, an array of oldnmemb elements of size bytes, to newnmemb

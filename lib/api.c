@@ -926,6 +926,48 @@ freezero(void *p, size_t sz)
 	unlock_freed(d);
 }
 
+/*
+ * C23's sized frees: free(p), told the size p was allocated with and, for
+ * free_aligned_sized, the alignment aligned_alloc was given (align 1 for
+ * free_sized).  As freezero does, a size larger than the block's recorded
+ * one (exact under C, else its slot or region) aborts, and so does a
+ * pointer that is not aligned as claimed; a chunk already free is left to
+ * release, which reports the double free (unless the alignment is wrong
+ * too).  The checks need the owner's lock, so a chunk of another pool is
+ * freed at once, not queued.
+ */
+static void
+sized_free(const char *func, void *p, size_t align, size_t sz,
+    const char *sizewhy)
+{
+	struct dir_info *d;
+	struct region_info *r;
+
+	if (p == NULL)
+		return;
+	d = find_ptr(func, p, &r);
+	if (OM_REGION_IS_CHUNK(r) ? !om_chunk_size_ok(d, r, p, sz) :
+	    sz > recorded_size(d, r, p))
+		om_fatal(d, sizewhy, p);
+	if (((align & (align - 1)) | ((uintptr_t)p & (align - 1))) != 0)
+		om_fatal(d, "alignment < free_aligned_sized alignment", p);
+	release(d, r, p, 0, 0);
+	unlock_freed(d);
+}
+
+OM_EXPORT void
+free_sized(void *p, size_t sz)
+{
+	sized_free("free_sized", p, 1, sz, "recorded size < free_sized size");
+}
+
+OM_EXPORT void
+free_aligned_sized(void *p, size_t align, size_t sz)
+{
+	sized_free("free_aligned_sized", p, align, sz,
+	    "recorded size < free_aligned_sized size");
+}
+
 static void *
 memalign_in(struct dir_info *d, size_t align, size_t sz, void *f,
     const char *func)

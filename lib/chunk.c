@@ -592,6 +592,30 @@ om_chunk_usable(struct dir_info *d, struct region_info *r, void *p)
 	return info->size;
 }
 
+/*
+ * Whether sz may be claimed for p, a chunk of r's page (free_sized): not
+ * more than the request under C, else the slot.  A chunk that is already
+ * free passes, for om_chunk_free to report the double free.
+ */
+int
+om_chunk_size_ok(struct dir_info *d, struct region_info *r, void *p,
+    size_t sz)
+{
+	struct chunk_info *info = entry_info(d, r);
+	unsigned int slot;
+
+	if (sz <= info->size && info->bucket != 0 &&
+	    !mopts.opt.chunk_canaries)
+		return 1;
+	slot = om_chunk_index(d, info, p);
+	if (!om_chunk_slot_used(info, slot))
+		return 1;
+	if (info->bucket == 0)
+		return sz == 0;
+	return sz <= (mopts.opt.chunk_canaries ? reqsizes(info)[slot] :
+	    info->size);
+}
+
 /* Resize in place if newsz stays in p's bucket.  Returns 1 if done. */
 int
 om_chunk_resize(struct dir_info *d, struct region_info *r, void *p,

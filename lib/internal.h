@@ -656,6 +656,8 @@ void *om_chunk_alloc(struct dir_info *d, size_t sz, unsigned int bucket,
 void om_chunk_free(struct dir_info *d, struct region_info *r, void *p,
     int clear, size_t clearsz);
 size_t om_chunk_usable(struct dir_info *d, struct region_info *r, void *p);
+int om_chunk_size_ok(struct dir_info *d, struct region_info *r, void *p,
+    size_t sz);
 int om_chunk_resize(struct dir_info *d, struct region_info *r, void *p,
     size_t newsz);
 void om_chunk_flush_delayed(struct dir_info *d);

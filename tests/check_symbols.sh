@@ -4,7 +4,7 @@
 # name (hidden): a static archive's globals land in the daemon's namespace.
 set -eu
 so="$1"; ar="$2"
-allowed='^(malloc|calloc|realloc|free|cfree|reallocarray|recallocarray|freezero|aligned_alloc|posix_memalign|memalign|valloc|pvalloc|malloc_usable_size|malloc_conceal|calloc_conceal|malloc_gdump|mallopt|mallinfo|mallinfo2|malloc_trim|malloc_stats|malloc_info|__libc_malloc|__libc_calloc|__libc_realloc|__libc_free|__libc_memalign|__libc_valloc|__libc_pvalloc|__posix_memalign|omalloc_version|omalloc_fault_mmap)$'
+allowed='^(malloc|calloc|realloc|free|cfree|free_sized|free_aligned_sized|reallocarray|recallocarray|freezero|aligned_alloc|posix_memalign|memalign|valloc|pvalloc|malloc_usable_size|malloc_conceal|calloc_conceal|malloc_gdump|mallopt|mallinfo|mallinfo2|malloc_trim|malloc_stats|malloc_info|__libc_malloc|__libc_calloc|__libc_realloc|__libc_free|__libc_memalign|__libc_valloc|__libc_pvalloc|__posix_memalign|omalloc_version|omalloc_fault_mmap)$'
 bad=$(nm -D --defined-only "$so" | awk '{print $3}' | grep -v '^OMALLOC\|^$' | grep -Ev "$allowed" || true)
 if [ -n "$bad" ]; then
 	echo "FAIL: unexpected exports of $so:" >&2; echo "$bad" >&2; exit 1

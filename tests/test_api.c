@@ -334,6 +334,52 @@ START_TEST(freezero_works)
 }
 END_TEST
 
+/* Every block freed by size, as C23 allows: in use returns to where it
+ * was, so each call freed its block. */
+START_TEST(sized_frees_free)
+{
+	struct mallinfo2 before, after;
+	size_t a, i, total = 0;
+
+	errno = 5;
+	free_sized(NULL, 10);
+	free_aligned_sized(NULL, 64, 10);
+	ck_assert_int_eq(errno, 5);
+	malloc_trim(0);
+	before = mallinfo2();
+	for (i = 0; i < NSIZES; i++) {
+		unsigned char *p = malloc(sizes[i]), *q;
+
+		ck_assert_ptr_nonnull(p);
+		fill(p, sizes[i], 1);
+		free_sized(p, sizes[i]);
+		p = calloc(3, sizes[i] / 3 + 1);
+		ck_assert_ptr_nonnull(p);
+		free_sized(p, 3 * (sizes[i] / 3 + 1));
+		/* The size realloc was last given, moved or not. */
+		p = malloc(sizes[i] + 1);
+		ck_assert_ptr_nonnull(p);
+		q = realloc(p, sizes[i] / 2 + 1);
+		ck_assert_ptr_nonnull(q);
+		free_sized(q, sizes[i] / 2 + 1);
+		total += sizes[i];
+	}
+	for (a = 1; a <= (1 << 20); a *= 2)
+		for (i = 0; i < NSIZES; i += 3) {
+			void *p = aligned_alloc(a, sizes[i]);
+
+			ck_assert_ptr_nonnull(p);
+			free_aligned_sized(p, a, sizes[i]);
+		}
+	ck_assert_int_eq(errno, 5);
+	malloc_trim(0);
+	after = mallinfo2();
+	ck_assert_msg(after.uordblks <= before.uordblks + 4096,
+	    "in use %zu after freeing %zu bytes by size, %zu before",
+	    after.uordblks, total, before.uordblks);
+}
+END_TEST
+
 START_TEST(aligned_every_alignment)
 {
 	size_t a, i;
@@ -639,6 +685,7 @@ api_suite(void)
 	tcase_add_test(tc, reallocarray_checks);
 	tcase_add_test(tc, recallocarray_zeroes_and_clears);
 	tcase_add_test(tc, freezero_works);
+	tcase_add_test(tc, sized_frees_free);
 	tcase_add_test(tc, aligned_every_alignment);
 	tcase_add_test(tc, aligned_errors);
 	tcase_add_test(tc, memalign_valloc_pvalloc);
