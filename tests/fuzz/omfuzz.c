@@ -3,8 +3,9 @@
  *
  * The input is a sequence of operations (malloc, calloc, realloc, free,
  * aligned_alloc, posix_memalign, memalign, valloc, pvalloc, reallocarray,
- * recallocarray, freezero, malloc_usable_size, the conceal calls and a set
- * of calls that must fail).  Each one runs against the process's heap while
+ * recallocarray, freezero, free_sized (free with an odd variant),
+ * free_aligned_sized, malloc_usable_size, the conceal calls and a set of
+ * calls that must fail).  Each one runs against the process's heap while
  * a shadow model keeps every live block's pointer, requested size,
  * alignment and fill id.  Every block is filled with a pattern derived from
  * its id, so a block that another allocation or the allocator's own
@@ -133,6 +134,8 @@ fz_recallocarray(void *p, size_t oldn, size_t newn, size_t size)
 	return q;
 }
 #define freezero fz_freezero
+#define free_sized(p, n) free(p)
+#define free_aligned_sized(p, a, n) free(p)
 #define recallocarray fz_recallocarray
 #define malloc_conceal malloc
 #define calloc_conceal calloc
@@ -319,6 +322,22 @@ release(int idx)
 	errno = ERRNO_MARK;
 	free(s->p);
 	check_errno("free");
+	drop(s);
+}
+
+/* C23's sized frees, told the size asked for (and the alignment). */
+static void
+release_sized(int idx)
+{
+	struct slot *s = &slots[idx];
+
+	verify(s, s->p, 0, s->size, "free_sized");
+	errno = ERRNO_MARK;
+	if (s->align > 16)
+		free_aligned_sized(s->p, s->align, s->size);
+	else
+		free_sized(s->p, s->size);
+	check_errno("free_sized");
 	drop(s);
 }
 
@@ -610,8 +629,10 @@ op_other(unsigned op, unsigned variant, int idx, size_t size, unsigned x)
 			errno = ERRNO_MARK;
 			free(NULL);
 			check_errno("free(NULL)");
-		}
-		release(idx);
+		} else if (variant & 1)
+			release_sized(idx);
+		else
+			release(idx);
 		break;
 	case OP_FREEZERO:
 		if (s->p == NULL) {

@@ -116,6 +116,11 @@ failed(const char *why)
 #define NO_BSD_API 1
 #endif
 
+#ifdef ATTACK_GLIBC
+/* glibc 2.36 has no free_sized or free_aligned_sized (C23). */
+#define NO_SIZED_FREE 1
+#endif
+
 /* --- double free --- */
 
 static int
@@ -474,6 +479,59 @@ static int freezero_chunk_C(void) { return freezero_size(13, 14); }
 static int freezero_region_big(void) { return freezero_size(20000, 40000); }
 
 static int
+free_sized_size(size_t alloc, size_t claim)
+{
+#ifdef NO_SIZED_FREE
+	(void)alloc;
+	(void)claim;
+	return 77;
+#else
+	char *p = malloc(alloc);
+
+	report_ptr(p);
+	free_sized(launder(p), launder_size(claim));
+	return survived();
+#endif
+}
+
+/* As freezero's: too large for the slot, past the request, the region. */
+static int free_sized_chunk_big(void) { return free_sized_size(32, 48); }
+static int free_sized_chunk_C(void) { return free_sized_size(13, 14); }
+static int free_sized_region_big(void) { return free_sized_size(20000, 40000); }
+
+/* A chunk freed, then freed again by size. */
+static int
+free_sized_double(void)
+{
+#ifdef NO_SIZED_FREE
+	return 77;
+#else
+	char *p = malloc(32);
+
+	report_ptr(p);
+	free(p);
+	free_sized(launder(p), launder_size(32));
+	return survived();
+#endif
+}
+
+/* Twice the alignment the block has, whatever slot it got. */
+static int
+free_aligned_sized_misaligned(void)
+{
+#ifdef NO_SIZED_FREE
+	return 77;
+#else
+	char *p = malloc(48);
+	uintptr_t a = (uintptr_t)p & -(uintptr_t)p;
+
+	report_ptr(p);
+	free_aligned_sized(launder(p), launder_size(2 * a), launder_size(48));
+	return survived();
+#endif
+}
+
+static int
 recalloc_wrong(size_t n, size_t claim, size_t grow, size_t elem)
 {
 #ifdef NO_BSD_API
@@ -788,6 +846,11 @@ static const struct {
 	A(freezero_chunk_big),
 	A(freezero_chunk_C),
 	A(freezero_region_big),
+	A(free_sized_chunk_big),
+	A(free_sized_chunk_C),
+	A(free_sized_region_big),
+	A(free_sized_double),
+	A(free_aligned_sized_misaligned),
 	A(recalloc_chunk_big),
 	A(recalloc_region_small),
 	A(recalloc_chunk_C),

@@ -291,6 +291,16 @@ START_TEST(recalloc_and_freezero)
 	q = malloc(13);
 	ck_assert_ptr_nonnull(q);
 	freezero(q, 13);
+	/* C23's sized frees, with the sizes last asked for. */
+	q = malloc(13);
+	ck_assert_ptr_nonnull(q);
+	q = realloc(q, 9);
+	ck_assert_ptr_nonnull(q);
+	free_sized(q, 9);
+	q = calloc(7, 3000);
+	ck_assert_ptr_nonnull(q);
+	free_sized(q, 21000);
+	free_sized(NULL, 5);
 }
 END_TEST
 
@@ -317,7 +327,7 @@ START_TEST(aligned)
 			ck_assert(intact(q, n));
 			ck_assert(intact(m, n));
 			free(p);
-			free(q);
+			free_aligned_sized(q, align, n);
 			free(m);
 		}
 	}
