@@ -456,48 +456,46 @@ chunk_canary(void)
 	return survived();
 }
 
-static int
-freezero_size(size_t alloc, size_t claim)
-{
+/* freezero or free_sized of a block of alloc bytes, claiming claim bytes;
+ * NULL where the library under attack lacks the function. */
 #ifdef NO_BSD_API
-	(void)alloc;
-	(void)claim;
-	return 77;
+#define FREEZERO NULL
 #else
-	char *p = malloc(alloc);
-
-	report_ptr(p);
-	freezero(launder(p), launder_size(claim));
-	return survived();
+#define FREEZERO freezero
 #endif
+#ifdef NO_SIZED_FREE
+#define FREE_SIZED NULL
+#else
+#define FREE_SIZED free_sized
+#endif
+
+static int
+claim_size(void (*release)(void *, size_t), size_t alloc, size_t claim)
+{
+	char *p;
+
+	if (release == NULL)
+		return 77;
+	p = malloc(alloc);
+	report_ptr(p);
+	release(launder(p), launder_size(claim));
+	return survived();
 }
 
 /* Larger than the 32-byte slot: wrong with or without C. */
-static int freezero_chunk_big(void) { return freezero_size(32, 48); }
+static int freezero_chunk_big(void) { return claim_size(FREEZERO, 32, 48); }
 /* Within the slot, one past the request: only C records the request. */
-static int freezero_chunk_C(void) { return freezero_size(13, 14); }
-static int freezero_region_big(void) { return freezero_size(20000, 40000); }
-
-static int
-free_sized_size(size_t alloc, size_t claim)
+static int freezero_chunk_C(void) { return claim_size(FREEZERO, 13, 14); }
+static int freezero_region_big(void)
 {
-#ifdef NO_SIZED_FREE
-	(void)alloc;
-	(void)claim;
-	return 77;
-#else
-	char *p = malloc(alloc);
-
-	report_ptr(p);
-	free_sized(launder(p), launder_size(claim));
-	return survived();
-#endif
+	return claim_size(FREEZERO, 20000, 40000);
 }
-
-/* As freezero's: too large for the slot, past the request, the region. */
-static int free_sized_chunk_big(void) { return free_sized_size(32, 48); }
-static int free_sized_chunk_C(void) { return free_sized_size(13, 14); }
-static int free_sized_region_big(void) { return free_sized_size(20000, 40000); }
+static int free_sized_chunk_big(void) { return claim_size(FREE_SIZED, 32, 48); }
+static int free_sized_chunk_C(void) { return claim_size(FREE_SIZED, 13, 14); }
+static int free_sized_region_big(void)
+{
+	return claim_size(FREE_SIZED, 20000, 40000);
+}
 
 /* A chunk freed, then freed again by size. */
 static int
