@@ -67,7 +67,8 @@ main(void)
 		fprintf(stderr, "malloc_options not applied\n");
 		return 1;
 	}
-	free(q);
+	/* C23's sized free is omalloc's too, not a call into glibc's. */
+	free_sized(q, 13);
 	malloc_gdump(STDOUT_FILENO);
 	return 0;
 }
