@@ -575,7 +575,18 @@ om_chunk_release_empty(struct dir_info *d)
 		}
 }
 
-/* Bytes the caller may use: the requested size under C, else the slot. */
+/* Bytes the caller may use of a live slot: the request under C, else the
+ * slot (none for malloc(0)'s). */
+static size_t
+usable_of(struct chunk_info *info, unsigned int slot)
+{
+	if (info->bucket == 0)
+		return 0;
+	if (mopts.opt.chunk_canaries)
+		return reqsizes(info)[slot];
+	return info->size;
+}
+
 size_t
 om_chunk_usable(struct dir_info *d, struct region_info *r, void *p)
 {
@@ -585,11 +596,7 @@ om_chunk_usable(struct dir_info *d, struct region_info *r, void *p)
 	slot = om_chunk_index(d, info, p);
 	if (!om_chunk_slot_used(info, slot))
 		om_fatal(d, "use of freed pointer", p);
-	if (info->bucket == 0)
-		return 0;
-	if (mopts.opt.chunk_canaries)
-		return reqsizes(info)[slot];
-	return info->size;
+	return usable_of(info, slot);
 }
 
 /*
@@ -608,12 +615,7 @@ om_chunk_size_ok(struct dir_info *d, struct region_info *r, void *p,
 	    !mopts.opt.chunk_canaries)
 		return 1;
 	slot = om_chunk_index(d, info, p);
-	if (!om_chunk_slot_used(info, slot))
-		return 1;
-	if (info->bucket == 0)
-		return sz == 0;
-	return sz <= (mopts.opt.chunk_canaries ? reqsizes(info)[slot] :
-	    info->size);
+	return !om_chunk_slot_used(info, slot) || sz <= usable_of(info, slot);
 }
 
 /* Resize in place if newsz stays in p's bucket.  Returns 1 if done. */
