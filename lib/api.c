@@ -599,19 +599,27 @@ unlock_freed(struct dir_info *d)
  *
  * Every check of free is made, under the owner's lock as before, only
  * later: a bogus pointer, a double free across threads, a bad canary is
- * reported when the queue is emptied, naming free and the pointer; junk
+ * reported when the queue is emptied, naming free (or the sized free
+ * that queued it, see sized_free) and the pointer; junk
  * is written then too.  So is a second free of a pointer still queued:
  * the first of the two makes the second a double free.  Only chunks are
  * queued (the hint says which pages hold them): a page region is freed
  * at once.  F turns the queue off.
  */
+static const char *const rq_func[] = {
+	[OM_RQ_FREE] = "free",
+	[OM_RQ_SIZED] = "free_sized",
+	[OM_RQ_ALIGNED_SIZED] = "free_aligned_sized",
+};
+
 static OM_NOINLINE void
 flush(unsigned int own)
 {
-	void *s[OM_RQ_LEN];
+	void *s[OM_RQ_LEN], *p;
 	unsigned int i, n;
 	struct dir_info *d, *e;
 	struct region_info *r;
+	const char *func;
 
 	/* Busy from here on: a signal handler that frees is caught rather
 	 * than let change the queue under us.  Emptied before the lock, so
@@ -627,27 +635,29 @@ flush(unsigned int own)
 		return;
 	}
 	lock(d);
-	d->func = "free";
 	for (i = 0; i < n; i++) {
-		if (OM_UNLIKELY((r = om_region_lookup(d, s[i])) == NULL)) {
+		p = OM_RQ_PTR(s[i]);
+		func = rq_func[(uintptr_t)s[i] & OM_RQ_TAGS];
+		d->func = func;
+		if (OM_UNLIKELY((r = om_region_lookup(d, p)) == NULL)) {
 			/* The hint was stale: the search free makes. */
 			unlock(d);
-			e = findpool_slow(own, s[i], "free", &r);
-			release(e, r, s[i], 0, 0);
+			e = findpool_slow(own, p, func, &r);
+			release(e, r, p, 0, 0);
 			unlock_freed(e);
 			lock(d);
-			d->func = "free";
 			continue;
 		}
 		found(own, d);
-		release(d, r, s[i], 0, 0);
+		release(d, r, p, 0, 0);
 	}
 	unlock_freed(d);
 }
 
-/* Queue p, a chunk that pool j owns (see flush). */
+/* Queue p, a chunk that pool j owns, 16-byte aligned, freed by the
+ * function tag says (see flush). */
 static OM_NOINLINE void
-queue(struct dir_info *own, unsigned int j, void *p)
+queue(struct dir_info *own, unsigned int j, void *p, unsigned int tag)
 {
 	unsigned int n;
 
@@ -656,7 +666,7 @@ queue(struct dir_info *own, unsigned int j, void *p)
 		if (om_rq.state == OM_RQ_CLOSED) {
 			struct region_info *r;
 			struct dir_info *d = findpool(own,
-			    om_region_owner_hint(p), p, "free", &r);
+			    om_region_owner_hint(p), p, rq_func[tag], &r);
 
 			release(d, r, p, 0, 0);
 			unlock_freed(d);
@@ -677,7 +687,8 @@ queue(struct dir_info *own, unsigned int j, void *p)
 		om_self = (uint32_t)om_self;
 		flush(own->index);
 	}
-	__atomic_store_n(&om_rq.p[n], p, __ATOMIC_RELAXED);
+	__atomic_store_n(&om_rq.p[n], (void *)((uintptr_t)p | tag),
+	    __ATOMIC_RELAXED);
 	om_rq.pool = j;
 	__atomic_store_n(&om_rq.n, n + 1, __ATOMIC_RELEASE);
 	om_self = (uint32_t)om_self;
@@ -789,9 +800,9 @@ free(void *p)
 		h = (hint & OM_HINT_POOL) - 1;
 		if (OM_UNLIKELY(h != own->index) && h < mopts.npools &&
 		    (hint >> OM_HINT_BUCKET_SHIFT) != 0 &&
-		    mopts.batch_frees) {
+		    ((uintptr_t)p & OM_RQ_TAGS) == 0 && mopts.batch_frees) {
 			prefetch_junk(p, hint);
-			queue(own, h, p);
+			queue(own, h, p, OM_RQ_FREE);
 			return;
 		}
 		d = findpool(own, hint, p, "free", &r);
@@ -933,19 +944,50 @@ freezero(void *p, size_t sz)
  * one (exact under C, else its slot or region) aborts, and so does a
  * pointer that is not aligned as claimed; a chunk already free is left to
  * release, which reports the double free (unless the alignment is wrong
- * too).  The checks need the owner's lock, so a chunk of another pool is
- * freed at once, not queued.
+ * too).
+ *
+ * Those checks are made under the owner's lock, with one exception: a
+ * chunk of another pool joins the queue, as free's do, when the owner
+ * hint's size class already shows that the size fits its slot and the
+ * pointer has the alignment claimed.  The hint of a live chunk's page is
+ * its own (set when the page was registered, before the malloc that
+ * returned p), and a pointer that is not a live chunk is reported when
+ * the queue is emptied, as free's are.  Under C the check is against the
+ * exact request, which only the owner's record has.
  */
 static void
-sized_free(const char *func, void *p, size_t align, size_t sz,
+sized_free(unsigned int tag, void *p, size_t align, size_t sz,
     const char *sizewhy)
 {
-	struct dir_info *d;
+	const char *func = rq_func[tag];
+	struct dir_info *own, *d;
 	struct region_info *r;
+	unsigned int hint, h, b;
 
 	if (p == NULL)
 		return;
-	d = find_ptr(func, p, &r);
+	own = enter(func);
+	if (OM_UNLIKELY(own == NULL))
+		d = find_unopened(func, p, &r);
+	else {
+		hint = om_region_owner_hint(p);
+		h = (hint & OM_HINT_POOL) - 1;
+		/* b - 1 is the bucket; malloc(0)'s, bucket 0, is not queued. */
+		b = hint >> OM_HINT_BUCKET_SHIFT;
+		if (OM_UNLIKELY(h != own->index) && h < mopts.npools &&
+		    b >= 2 && b <= OM_NBUCKETS && sz <= om_bucket_size[b - 1] &&
+		    ((align & (align - 1)) | ((uintptr_t)p & (align - 1)) |
+		    ((uintptr_t)p & OM_RQ_TAGS)) == 0 &&
+		    mopts.batch_frees && !mopts.opt.chunk_canaries) {
+			prefetch_junk(p, hint);
+			queue(own, h, p, tag);
+			return;
+		}
+		/* p may be queued: as find_ptr does. */
+		if (OM_UNLIKELY(om_rq.n != 0))
+			flush(own->index);
+		d = findpool(own, hint, p, func, &r);
+	}
 	if (OM_REGION_IS_CHUNK(r) ? !om_chunk_size_ok(d, r, p, sz) :
 	    sz > recorded_size(d, r, p))
 		om_fatal(d, sizewhy, p);
@@ -958,13 +1000,13 @@ sized_free(const char *func, void *p, size_t align, size_t sz,
 OM_EXPORT void
 free_sized(void *p, size_t sz)
 {
-	sized_free("free_sized", p, 1, sz, "recorded size < free_sized size");
+	sized_free(OM_RQ_SIZED, p, 1, sz, "recorded size < free_sized size");
 }
 
 OM_EXPORT void
 free_aligned_sized(void *p, size_t align, size_t sz)
 {
-	sized_free("free_aligned_sized", p, align, sz,
+	sized_free(OM_RQ_ALIGNED_SIZED, p, align, sz,
 	    "recorded size < free_aligned_sized size");
 }
 

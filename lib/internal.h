@@ -587,6 +587,11 @@ om_owner(void)
  */
 #define OM_RQ_LEN	32
 enum { OM_RQ_UNLISTED, OM_RQ_LISTED, OM_RQ_CLOSED };
+/* An entry's low bits, below any chunk's alignment, say which function
+ * queued it: 0 free, else OM_RQ_SIZED or OM_RQ_ALIGNED_SIZED. */
+#define OM_RQ_TAGS	((uintptr_t)OM_MINSIZE - 1)
+enum { OM_RQ_FREE, OM_RQ_SIZED, OM_RQ_ALIGNED_SIZED };
+#define OM_RQ_PTR(e)	((void *)((uintptr_t)(e) & ~OM_RQ_TAGS))
 struct om_rq {
 	struct om_rq *next, *prev;
 	unsigned int pool;		/* the pool that owns every entry */

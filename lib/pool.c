@@ -455,8 +455,8 @@ om_pool_rq_gather(void **out, size_t max, int try)
 		n = __atomic_load_n(&q->n, __ATOMIC_ACQUIRE);
 		for (i = 0; i < n && i < OM_RQ_LEN; i++, k++)
 			if (k < max)
-				out[k] = __atomic_load_n(&q->p[i],
-				    __ATOMIC_RELAXED);
+				out[k] = OM_RQ_PTR(__atomic_load_n(&q->p[i],
+				    __ATOMIC_RELAXED));
 	}
 	pthread_mutex_unlock(&init_mtx);
 	return k;

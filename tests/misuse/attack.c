@@ -529,6 +529,42 @@ free_aligned_sized_misaligned(void)
 #endif
 }
 
+/*
+ * Sized frees of another pool's 32-byte chunk.  free(p) then a sized free
+ * of p: both are queued (the size fits the slot), and the second is
+ * caught when the queue is emptied, named as the function that queued
+ * it.  A size too large for the slot is not queued: it aborts at once.
+ */
+static int
+remote_sized(int how)
+{
+#ifdef NO_SIZED_FREE
+	(void)how;
+	return 77;
+#else
+	char *p = other_pool_chunk();
+
+	if (p == NULL)
+		return failed("no thread in another pool");
+	report_ptr(p);
+	if (how == 2) {
+		free_sized(launder(p), launder_size(48));
+		return survived();
+	}
+	free(p);
+	if (how == 0)
+		free_sized(launder(p), launder_size(32));
+	else
+		free_aligned_sized(launder(p), launder_size(16),
+		    launder_size(32));
+	return survived();
+#endif
+}
+
+static int remote_free_sized_double(void) { return remote_sized(0); }
+static int remote_free_aligned_sized_double(void) { return remote_sized(1); }
+static int remote_free_sized_big(void) { return remote_sized(2); }
+
 static int
 recalloc_wrong(size_t n, size_t claim, size_t grow, size_t elem)
 {
@@ -823,6 +859,9 @@ static const struct {
 	A(realloc_after_free),
 	A(remote_double_free),
 	A(remote_realloc_after_free),
+	A(remote_free_sized_double),
+	A(remote_free_aligned_sized_double),
+	A(remote_free_sized_big),
 	A(free_stack),
 	A(free_static),
 	A(realloc_stack),

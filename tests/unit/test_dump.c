@@ -303,8 +303,14 @@ free_from_elsewhere(void *arg)
 		return NULL;
 	}
 	f->other = 1;
+	/* Some by size: queued too, tagged with the function. */
 	for (i = 0; i < QUEUED_N; i++)
-		free(f->blk[i]);
+		if (i % 3 == 0)
+			free_sized(f->blk[i], QUEUED_SIZE);
+		else if (i % 3 == 1)
+			free_aligned_sized(f->blk[i], 16, QUEUED_SIZE);
+		else
+			free(f->blk[i]);
 	f->queued = om_rq.n;
 	__atomic_store_n(&f->ready, 1, __ATOMIC_RELEASE);
 	while (!__atomic_load_n(&f->go, __ATOMIC_ACQUIRE))

@@ -588,6 +588,47 @@ START_TEST(remote_frees_batched)
 }
 END_TEST
 
+/*
+ * Sized frees of another pool's chunks join the same queue when the owner
+ * hint's size class shows the size fits the slot, and the alignment
+ * holds; not under C, whose check needs the exact request from the
+ * owner's record.
+ */
+START_TEST(remote_sized_frees_queued)
+{
+	struct remote r = { 0 };
+	struct dir_info *d;
+	size_t inuse;
+	unsigned int own, i, n;
+	int queues = mopts.batch_frees && !mopts.opt.chunk_canaries;
+
+	own = (unsigned int)syscall(SYS_gettid) & mopts.pool_mask;
+	if (mopts.npools == 1)
+		return;
+	r.avoid = own;
+	threads_until(alloc_elsewhere, &r, &r.hit);
+	d = r.d;
+	inuse = d->inuse;
+	free_sized(r.blk[0], 64);
+	free_sized(r.blk[1], 0);
+	free_aligned_sized(r.blk[2], 16, 1);
+	free(r.blk[3]);
+	/* Under C free's is queued still; under F nothing is. */
+	n = queues ? 4 : mopts.batch_frees ? 1 : 0;
+	ck_assert_uint_eq(om_rq.n, n);
+	ck_assert_uint_eq(d->inuse, inuse - (4 - n) * 64);
+	/* One lock for all of them, and the rest. */
+	om_rq_flush();
+	ck_assert_uint_eq(om_rq.n, 0);
+	ck_assert_uint_eq(d->inuse, inuse - 4 * 64);
+	for (i = 4; i < REMOTE_N; i++)
+		free_sized(r.blk[i], 64);
+	om_rq_flush();
+	ck_assert_uint_eq(d->inuse, inuse - REMOTE_N * 64);
+	free(r.last);
+}
+END_TEST
+
 /* A free into a pool other than the queued ones' empties the queue
  * first: a queue holds one pool's chunks. */
 START_TEST(remote_queue_one_pool)
@@ -1501,6 +1542,7 @@ main(void)
 	tcase_add_test(t, ownerless_pool_gives_back);
 	tcase_add_test(t, remote_frees_batched);
 	tcase_add_test(t, remote_queue_one_pool);
+	tcase_add_test(t, remote_sized_frees_queued);
 	tcase_add_test(t, fork_hooks_lock_all);
 	tcase_add_test(t, waiter_yields_on_holders_cpu);
 	tcase_add_test(t, wake_that_finds_nobody);
