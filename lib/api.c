@@ -696,6 +696,18 @@ queue(struct dir_info *own, unsigned int j, void *p, unsigned int tag)
 		flush(own->index);
 }
 
+/* Whether a free of p may join the queue: a chunk of another pool, as
+ * the hint says, 16-byte aligned as every chunk is, with the queue on. */
+OM_INLINE int
+queues(const struct dir_info *own, unsigned int hint, const void *p)
+{
+	unsigned int h = (hint & OM_HINT_POOL) - 1;
+
+	return OM_UNLIKELY(h != own->index) && h < mopts.npools &&
+	    (hint >> OM_HINT_BUCKET_SHIFT) != 0 &&
+	    ((uintptr_t)p & OM_RQ_TAGS) == 0 && mopts.batch_frees;
+}
+
 /* Empty the calling thread's queue, if it is not inside the allocator. */
 void
 om_rq_flush(void)
@@ -773,7 +785,7 @@ free(void *p)
 {
 	struct dir_info *own, *d;
 	struct region_info *r;
-	unsigned int hint, h;
+	unsigned int hint;
 
 	if (p == NULL)
 		return;
@@ -797,12 +809,9 @@ free(void *p)
 		d = find_unopened("free", p, &r);
 	else {
 		hint = om_region_owner_hint(p);
-		h = (hint & OM_HINT_POOL) - 1;
-		if (OM_UNLIKELY(h != own->index) && h < mopts.npools &&
-		    (hint >> OM_HINT_BUCKET_SHIFT) != 0 &&
-		    ((uintptr_t)p & OM_RQ_TAGS) == 0 && mopts.batch_frees) {
+		if (queues(own, hint, p)) {
 			prefetch_junk(p, hint);
-			queue(own, h, p, OM_RQ_FREE);
+			queue(own, (hint & OM_HINT_POOL) - 1, p, OM_RQ_FREE);
 			return;
 		}
 		d = findpool(own, hint, p, "free", &r);
@@ -962,7 +971,7 @@ sized_free(unsigned int tag, void *p, size_t align, size_t sz,
 	const char *func = rq_func[tag];
 	struct dir_info *own, *d;
 	struct region_info *r;
-	unsigned int hint, h, b;
+	unsigned int hint, b;
 
 	if (p == NULL)
 		return;
@@ -971,16 +980,14 @@ sized_free(unsigned int tag, void *p, size_t align, size_t sz,
 		d = find_unopened(func, p, &r);
 	else {
 		hint = om_region_owner_hint(p);
-		h = (hint & OM_HINT_POOL) - 1;
 		/* b - 1 is the bucket; malloc(0)'s, bucket 0, is not queued. */
 		b = hint >> OM_HINT_BUCKET_SHIFT;
-		if (OM_UNLIKELY(h != own->index) && h < mopts.npools &&
-		    b >= 2 && b <= OM_NBUCKETS && sz <= om_bucket_size[b - 1] &&
-		    ((align & (align - 1)) | ((uintptr_t)p & (align - 1)) |
-		    ((uintptr_t)p & OM_RQ_TAGS)) == 0 &&
-		    mopts.batch_frees && !mopts.opt.chunk_canaries) {
+		if (queues(own, hint, p) && b >= 2 && b <= OM_NBUCKETS &&
+		    sz <= om_bucket_size[b - 1] &&
+		    ((align & (align - 1)) | ((uintptr_t)p & (align - 1))) == 0 &&
+		    !mopts.opt.chunk_canaries) {
 			prefetch_junk(p, hint);
-			queue(own, h, p, tag);
+			queue(own, (hint & OM_HINT_POOL) - 1, p, tag);
 			return;
 		}
 		/* p may be queued: as find_ptr does. */
