@@ -401,8 +401,18 @@ find_unopened(const char *func, const void *p, struct region_info **rp)
 static void flush(unsigned int own);
 
 /* The pool that owns a pointer we are asked to resize or free, locked,
- * with the pointer's region entry in *rp.  The thread's queued frees are
- * made first: p may be one of them. */
+ * with the pointer's region entry in *rp, for a thread of pool own that
+ * read p's owner hint.  The thread's queued frees are made first: p may
+ * be one of them. */
+OM_INLINE struct dir_info *
+find_hinted(struct dir_info *own, unsigned int hint, const char *func,
+    const void *p, struct region_info **rp)
+{
+	if (OM_UNLIKELY(om_rq.n != 0))
+		flush(own->index);
+	return findpool(own, hint, p, func, rp);
+}
+
 OM_INLINE struct dir_info *
 find_ptr(const char *func, const void *p, struct region_info **rp)
 {
@@ -410,9 +420,7 @@ find_ptr(const char *func, const void *p, struct region_info **rp)
 
 	if (OM_UNLIKELY(own == NULL))
 		return find_unopened(func, p, rp);
-	if (OM_UNLIKELY(om_rq.n != 0))
-		flush(own->index);
-	return findpool(own, om_region_owner_hint(p), p, func, rp);
+	return find_hinted(own, om_region_owner_hint(p), func, p, rp);
 }
 
 /* ------------------------------------------------------------------ */
@@ -972,6 +980,8 @@ sized_free(unsigned int tag, void *p, size_t align, size_t sz,
 	struct dir_info *own, *d;
 	struct region_info *r;
 	unsigned int hint, b;
+	int misaligned = ((align & (align - 1)) |
+	    ((uintptr_t)p & (align - 1))) != 0;
 
 	if (p == NULL)
 		return;
@@ -983,22 +993,18 @@ sized_free(unsigned int tag, void *p, size_t align, size_t sz,
 		/* b - 1 is the bucket; malloc(0)'s, bucket 0, is not queued. */
 		b = hint >> OM_HINT_BUCKET_SHIFT;
 		if (queues(own, hint, p) && b >= 2 && b <= OM_NBUCKETS &&
-		    sz <= om_bucket_size[b - 1] &&
-		    ((align & (align - 1)) | ((uintptr_t)p & (align - 1))) == 0 &&
+		    sz <= om_bucket_size[b - 1] && !misaligned &&
 		    !mopts.opt.chunk_canaries) {
 			prefetch_junk(p, hint);
 			queue(own, (hint & OM_HINT_POOL) - 1, p, tag);
 			return;
 		}
-		/* p may be queued: as find_ptr does. */
-		if (OM_UNLIKELY(om_rq.n != 0))
-			flush(own->index);
-		d = findpool(own, hint, p, func, &r);
+		d = find_hinted(own, hint, func, p, &r);
 	}
 	if (OM_REGION_IS_CHUNK(r) ? !om_chunk_size_ok(d, r, p, sz) :
 	    sz > recorded_size(d, r, p))
 		om_fatal(d, sizewhy, p);
-	if (((align & (align - 1)) | ((uintptr_t)p & (align - 1))) != 0)
+	if (misaligned)
 		om_fatal(d, "alignment < free_aligned_sized alignment", p);
 	release(d, r, p, 0, 0);
 	unlock_freed(d);
