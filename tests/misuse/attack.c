@@ -235,6 +235,21 @@ remote_double_free(void)
 	return survived();
 }
 
+/* free(p + 8) of another pool's chunk: no chunk starts there, so it is
+ * not queued (a queue entry's low bits name the function that queued
+ * it) but found wrong at once. */
+static int
+remote_chunk_plus8(void)
+{
+	char *p = other_pool_chunk();
+
+	if (p == NULL)
+		return failed("no thread in another pool");
+	report_ptr(p + 8);
+	free(launder(p + 8));
+	return survived();
+}
+
 /* free(p); realloc(p, 64) of another pool's chunk: realloc makes the
  * queued frees first, and finds p freed. */
 static int
@@ -859,6 +874,7 @@ static const struct {
 	A(realloc_after_free),
 	A(remote_double_free),
 	A(remote_realloc_after_free),
+	A(remote_chunk_plus8),
 	A(remote_free_sized_double),
 	A(remote_free_aligned_sized_double),
 	A(remote_free_sized_big),

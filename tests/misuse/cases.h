@@ -66,6 +66,8 @@ static const struct misuse_case misuse_cases[] = {
 	    "free(p + 8), p a 64-byte chunk"),
 	ABORT("chunk_plus8", "S", "free", R_MODIFIED, 1,
 	    "free(p + 8), p a 64-byte chunk"),
+	ABORT("remote_chunk_plus8", "", "free", R_MODIFIED, 1,
+	    "free(p + 8), p a 32-byte chunk of another pool"),
 	ABORT("chunk_mid_slot", "", "free", R_MODIFIED, 1,
 	    "free(p + 16), p a 32-byte chunk"),
 	ABORT("chunk_other_class", "", "free", R_MODIFIED, 1,
