@@ -128,6 +128,20 @@ def seeds():
         [op("free", i, 0) for i in range(0, 40, 2)] +
         [op("malloc", i, page * 2) for i in range(0, 40, 2)])
 
+    # Blocks freed by the second thread, plainly and by size: the chunks
+    # fill its queue of frees into this thread's pool twice over, the
+    # page runs are freed at once, and the slots are taken again.
+    sizes = [16 + (i * 40) % 2000 for i in range(56)] + \
+        [page, 3 * page, 65536, 70016]
+    yield "remote", b"".join(
+        [op("malloc", i, s) for i, s in enumerate(sizes)] +
+        [op("aligned_alloc", 60 + i, 100, x=6 + i) for i in range(4)] +
+        [op("free", i, 0, variant=2 + (i & 1)) for i in range(64)] +
+        [op("malloc", i, s) for i, s in enumerate(sizes)] +
+        [op("free", i, 0, variant=2 + (i % 3 == 0)) for i in range(0, 60, 2)]
+        + [op("realloc", i, 5000) for i in range(1, 60, 2)] +
+        [op("check", 0, 0)])
+
 
 def main():
     out = os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus")

@@ -5,7 +5,10 @@
  * aligned_alloc, posix_memalign, memalign, valloc, pvalloc, reallocarray,
  * recallocarray, freezero, free_sized (free with an odd variant),
  * free_aligned_sized, malloc_usable_size, the conceal calls and a set of
- * calls that must fail).  Each one runs against the process's heap while
+ * calls that must fail).  Free with variant 2 or 3 hands the block to a
+ * second thread, which frees it while this one waits: under omalloc such
+ * a thread uses another pool, so its frees take the queue of frees into
+ * other pools.  Each one runs against the process's heap while
  * a shadow model keeps every live block's pointer, requested size,
  * alignment and fill id.  Every block is filled with a pattern derived from
  * its id, so a block that another allocation or the allocator's own
@@ -40,10 +43,13 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <malloc.h>
+#include <pthread.h>
+#include <semaphore.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #ifdef OMFUZZ_OMALLOC
@@ -134,8 +140,8 @@ fz_recallocarray(void *p, size_t oldn, size_t newn, size_t size)
 	return q;
 }
 #define freezero fz_freezero
-#define free_sized(p, n) free(p)
-#define free_aligned_sized(p, a, n) free(p)
+#define free_sized(p, n) ((void)(n), free(p))
+#define free_aligned_sized(p, a, n) ((void)(a), (void)(n), free(p))
 #define recallocarray fz_recallocarray
 #define malloc_conceal malloc
 #define calloc_conceal calloc
@@ -327,17 +333,117 @@ release(int idx)
 
 /* C23's sized frees, told the size asked for (and the alignment). */
 static void
+free_by_size(void *p, size_t size, size_t align)
+{
+	errno = ERRNO_MARK;
+	if (align > 16)
+		free_aligned_sized(p, align, size);
+	else
+		free_sized(p, size);
+	check_errno("free_sized");
+}
+
+static void
 release_sized(int idx)
 {
 	struct slot *s = &slots[idx];
 
 	verify(s, s->p, 0, s->size, "free_sized");
-	errno = ERRNO_MARK;
-	if (s->align > 16)
-		free_aligned_sized(s->p, s->align, s->size);
-	else
-		free_sized(s->p, s->size);
-	check_errno("free_sized");
+	free_by_size(s->p, s->size, s->align);
+	drop(s);
+}
+
+/*
+ * The second thread that frees blocks for this one, one at a time: the
+ * caller posts a block and waits until it is freed, so the runs stay
+ * deterministic.  Started at the first such free, and again until its
+ * thread id differs from the caller's in bit 0, which puts it in another
+ * pool at any pool count above one.
+ */
+static struct {
+	int state;		/* 0 not started, 1 running, -1 failed */
+	long tid;
+	sem_t go, done;
+	void *p;		/* NULL: exit */
+	size_t size, align;
+	int sized;
+} helper;
+
+static void
+sem_wait_all(sem_t *s)
+{
+	while (sem_wait(s) != 0)
+		if (errno != EINTR)
+			fail("sem_wait: errno %d", errno);
+}
+
+static void *
+helper_main(void *arg)
+{
+	(void)arg;
+	helper.tid = syscall(SYS_gettid);
+	sem_post(&helper.done);
+	for (;;) {
+		sem_wait_all(&helper.go);
+		if (helper.p == NULL)
+			break;
+		if (helper.sized)
+			free_by_size(helper.p, helper.size, helper.align);
+		else {
+			errno = ERRNO_MARK;
+			free(helper.p);
+			check_errno("free by another thread");
+		}
+		sem_post(&helper.done);
+	}
+	sem_post(&helper.done);
+	return NULL;
+}
+
+static int
+helper_start(void)
+{
+	long me = syscall(SYS_gettid);
+	pthread_t t;
+
+	if (helper.state != 0)
+		return helper.state > 0;
+	helper.state = -1;
+	if (sem_init(&helper.go, 0, 0) != 0 ||
+	    sem_init(&helper.done, 0, 0) != 0)
+		return 0;
+	for (int tries = 0; tries < 16; tries++) {
+		if (pthread_create(&t, NULL, helper_main, NULL) != 0)
+			return 0;
+		pthread_detach(t);
+		sem_wait_all(&helper.done);
+		if (((helper.tid ^ me) & 1) != 0 || tries == 15)
+			break;
+		helper.p = NULL;
+		sem_post(&helper.go);
+		sem_wait_all(&helper.done);
+	}
+	helper.state = 1;
+	return 1;
+}
+
+/* Slot idx freed by the second thread, by size if sized. */
+static void
+release_elsewhere(int idx, int sized)
+{
+	struct slot *s = &slots[idx];
+
+	if (!helper_start()) {
+		release(idx);
+		return;
+	}
+	verify(s, s->p, 0, s->size, "free by another thread");
+	helper.p = s->p;
+	helper.size = s->size;
+	helper.align = s->align;
+	helper.sized = sized;
+	sem_post(&helper.go);
+	sem_wait_all(&helper.done);
 	drop(s);
 }
 
@@ -629,7 +735,9 @@ op_other(unsigned op, unsigned variant, int idx, size_t size, unsigned x)
 			errno = ERRNO_MARK;
 			free(NULL);
 			check_errno("free(NULL)");
-		} else if (variant & 1)
+		} else if (variant & 2)
+			release_elsewhere(idx, variant & 1);
+		else if (variant & 1)
 			release_sized(idx);
 		else
 			release(idx);
