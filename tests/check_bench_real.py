@@ -79,6 +79,40 @@ def main():
     own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     if not 0 < kib < own / 2:
         sys.exit("sh's peak %d KiB, this process's %d KiB" % (kib, own))
+    # --verify: the outputs of omalloc's runs match glibc's, and a run
+    # whose output differs is what it reports.
+    res = subprocess.run([sys.executable, real, "--reps", "1",
+                          "--programs", "sort,perl", "--build", build,
+                          "--allocators", "glibc,omalloc", "--options=,S",
+                          "--verify"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         universal_newlines=True, timeout=300)
+    if res.returncode != 0 or \
+            "Outputs: every run of 2 program(s) wrote what glibc's did." \
+            not in res.stdout:
+        sys.exit("bench/real --verify (%d): %s %s" % (
+            res.returncode, res.stdout[-500:], res.stderr[-500:]))
+    bad, unsure = mod.verify_outputs({
+        ("sort", "glibc"): ["a", "a"], ("sort", "omalloc"): ["a", "b"],
+        ("sort", "omalloc:S"): ["a", "a"],
+        ("perl", "glibc"): ["c", "d"], ("perl", "omalloc"): ["c", "c"],
+        ("sqlite", "glibc"): ["e"], ("sqlite", "omalloc"): ["f"]},
+        "glibc")
+    if bad != ["sort under omalloc: 1 of 2 runs wrote other output than "
+               "glibc's"] or unsure != ["perl", "sqlite"]:
+        sys.exit("verify_outputs: %r %r" % (bad, unsure))
+    with tempfile.TemporaryDirectory() as tmp:
+        out, obj = os.path.join(tmp, "out"), os.path.join(tmp, "o")
+        for path in (out, obj):
+            with open(path, "w") as f:
+                f.write("x")
+        argv = ["cc", "-o", obj, "f.c"]
+        before = mod.output_digest(argv, out)
+        with open(obj, "w") as f:
+            f.write("y")
+        if mod.output_digest(argv, out) == before or \
+                mod.output_digest(["cat"], out) == before:
+            sys.exit("output_digest does not cover the -o file")
     for bad_args, what in ((["--allocators", "nosuch"], "unknown allocator"),
                            (["--options", "S1"], "bad MALLOC_OPTIONS")):
         bad = subprocess.run([sys.executable, real, "--build", build] +
