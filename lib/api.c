@@ -662,19 +662,21 @@ flush(unsigned int own)
 	unlock_freed(d);
 }
 
-/* Queue p, a chunk that pool j owns, 16-byte aligned, freed by the
- * function tag says (see flush). */
+/* Queue p, a chunk of the pool its owner hint names (see queues), freed
+ * by the function tag says (see flush).  Its junk lines are asked for
+ * first, to arrive while it waits. */
 static OM_NOINLINE void
-queue(struct dir_info *own, unsigned int j, void *p, unsigned int tag)
+queue(struct dir_info *own, unsigned int hint, void *p, unsigned int tag)
 {
-	unsigned int n;
+	unsigned int j = (hint & OM_HINT_POOL) - 1, n;
 
+	prefetch_junk(p, hint);
 	if (OM_UNLIKELY(om_rq.state != OM_RQ_LISTED)) {
 		/* After the thread's exit hook: nothing would empty it. */
 		if (om_rq.state == OM_RQ_CLOSED) {
 			struct region_info *r;
-			struct dir_info *d = findpool(own,
-			    om_region_owner_hint(p), p, rq_func[tag], &r);
+			struct dir_info *d = findpool(own, hint, p,
+			    rq_func[tag], &r);
 
 			release(d, r, p, 0, 0);
 			unlock_freed(d);
@@ -818,8 +820,7 @@ free(void *p)
 	else {
 		hint = om_region_owner_hint(p);
 		if (queues(own, hint, p)) {
-			prefetch_junk(p, hint);
-			queue(own, (hint & OM_HINT_POOL) - 1, p, OM_RQ_FREE);
+			queue(own, hint, p, OM_RQ_FREE);
 			return;
 		}
 		d = findpool(own, hint, p, "free", &r);
@@ -995,8 +996,7 @@ sized_free(unsigned int tag, void *p, size_t align, size_t sz,
 		if (queues(own, hint, p) && b >= 2 && b <= OM_NBUCKETS &&
 		    sz <= om_bucket_size[b - 1] && !misaligned &&
 		    !mopts.opt.chunk_canaries) {
-			prefetch_junk(p, hint);
-			queue(own, (hint & OM_HINT_POOL) - 1, p, tag);
+			queue(own, hint, p, tag);
 			return;
 		}
 		d = find_hinted(own, hint, func, p, &r);
