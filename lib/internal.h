@@ -169,6 +169,7 @@ extern int om_random_wide;
 #endif
 
 int om_random_global_init(void);
+void om_random_fork_child(void);	/* then om_random_seed each pool */
 void om_random_seed(struct om_rng *r);
 void om_random_refill(struct om_rng *r);
 void om_random_buf(void *p, size_t n);	/* from the global generator */

@@ -55,6 +55,16 @@ pool_place(char *body)
 	    (size_t)(r % (OM_PAGE_SIZE / 64)) * 64);
 }
 
+/* A pool's generator keyed from the process one, and the draws it keeps
+ * ready: the next chunk's, and the delayed ring's next slot. */
+static void
+pool_key(struct dir_info *d)
+{
+	om_random_seed(&d->rng);
+	d->rnext = om_rword(&d->rng);
+	d->rring = om_rbyte(&d->rng) & (OM_DELAYED - 1);
+}
+
 /* Fill in a pool on zeroed pages: fields, region table and cache. */
 static int
 pool_setup(struct dir_info *d, unsigned int index, int conceal)
@@ -72,9 +82,7 @@ pool_setup(struct dir_info *d, unsigned int index, int conceal)
 	/* Never ownerless (conceal, private pools) unless om_pool_open
 	 * starts the count at 0 for its threads to count themselves in. */
 	d->threads = 1;
-	om_random_seed(&d->rng);
-	d->rnext = om_rword(&d->rng);
-	d->rring = om_rbyte(&d->rng) & (OM_DELAYED - 1);
+	pool_key(d);
 	d->mapped = pool_body() + 2 * OM_PAGE_SIZE;
 	om_region_table_init(d);
 	if (om_cache_init(d) != 0)
@@ -597,6 +605,12 @@ om_pool_fork_child(void)
 	}
 	om_os_fork_child();
 	om_cache_fork_child();
+	/* Random bytes of the child's own, in every pool nobody was inside
+	 * (see om_random_fork_child). */
+	om_random_fork_child();
+	for (i = 0; i <= mopts.npools; i++)
+		if (fork_took[i])
+			pool_key(om_pool_at(i));
 	/* The child is a new thread of its own, whose pool may not be open
 	 * yet: its next call looks up the tid again (om_thread_init). */
 	busy = om_self & ~(uint64_t)0xffffffff;

@@ -247,21 +247,15 @@ om_random_refill(struct om_rng *r)
 	r->pos = sizeof(r->key);
 }
 
-/* Seed the process generator from the kernel.  Returns -1 if the kernel
- * gives no randomness at all (then the stack address and time are used:
- * placement is still varied, and the failure is not fatal). */
-int
-om_random_global_init(void)
+/* Key the process generator from the kernel.  Returns -1 if the kernel
+ * gives no randomness at all (then the stack address, thread id and time
+ * are used: placement is still varied, and the failure is not fatal). */
+static int
+seed_global(void)
 {
 	uint8_t seed[48];
 	size_t got = 0;
 	int saved = errno;
-
-#if OM_CHACHA_AVX2
-	/* Before any constructor in a static link: ask the processor now. */
-	__builtin_cpu_init();
-	om_random_wide = __builtin_cpu_supports("avx2");
-#endif
 
 	while (got < sizeof(seed)) {
 		long n = syscall(SYS_getrandom, seed + got, sizeof(seed) - got,
@@ -287,6 +281,35 @@ om_random_global_init(void)
 	memset(seed, 0, sizeof(seed));
 	errno = saved;
 	return got == sizeof(seed) ? 0 : -1;
+}
+
+/* Seed the process generator, once, at initialisation. */
+int
+om_random_global_init(void)
+{
+#if OM_CHACHA_AVX2
+	/* Before any constructor in a static link: ask the processor now. */
+	__builtin_cpu_init();
+	om_random_wide = __builtin_cpu_supports("avx2");
+#endif
+	return seed_global();
+}
+
+/*
+ * In the child of a fork, whose one thread is the one that forked: a key
+ * of its own from the kernel.  Without it every child of one parent would
+ * draw what its siblings draw, and one child's layout, learnt by an
+ * attacker who can make a server fork a worker again after each crash,
+ * would be every worker's.  (OpenBSD's arc4random, which its malloc
+ * draws from, is rekeyed in a fork child too.)  No other thread holds
+ * the lock: it is only taken under the pool-opening lock, which the fork
+ * hooks hold.
+ */
+void
+om_random_fork_child(void)
+{
+	pthread_mutex_init(&global_mtx, NULL);
+	(void)seed_global();
 }
 
 void

@@ -941,6 +941,54 @@ START_TEST(fork_hooks_lock_all)
 }
 END_TEST
 
+/* What a fork child draws, on its stderr: the first word of every open
+ * pool's key, then where its first 32 blocks of 64 bytes go. */
+static void
+draw(void *arg)
+{
+	unsigned int i;
+
+	(void)arg;
+	for (i = 0; i <= mopts.npools; i++)
+		fprintf(stderr, "%08x\n", om_pool_at(i)->rng.key[0]);
+	for (i = 0; i < 32; i++)
+		fprintf(stderr, "%p\n", malloc(64));
+}
+
+/* Children forked from one parent draw apart from it and from each other:
+ * their generators are keyed anew, and so their blocks go elsewhere. */
+START_TEST(fork_children_draw_apart)
+{
+	static struct child a, b;
+	char key[16], *lines;
+	unsigned int i;
+
+	unit_init();
+	unit_run(draw, NULL, &a);
+	unit_run(draw, NULL, &b);
+	ck_assert_exited_ok(&a);
+	ck_assert_exited_ok(&b);
+	ck_assert_str_ne(a.out, b.out);
+	/* Every pool's key: not the parent's, and not the same in both. */
+	for (i = 0; i <= mopts.npools; i++) {
+		snprintf(key, sizeof(key), "%08x\n", om_pool_at(i)->rng.key[0]);
+		ck_assert_msg(strstr(a.out, key) == NULL &&
+		    strstr(b.out, key) == NULL, "pool %u keyed as the parent",
+		    i);
+	}
+	lines = a.out;
+	for (i = 0; i <= mopts.npools; i++) {
+		ck_assert_msg(strncmp(lines, b.out + (lines - a.out), 9) != 0,
+		    "pool %u keyed alike in both children", i);
+		lines += 9;
+	}
+	/* And the blocks: no child places its first 32 where the other
+	 * does. */
+	ck_assert_msg(strcmp(lines, b.out + (lines - a.out)) != 0,
+	    "both children placed their blocks alike: %s", lines);
+}
+END_TEST
+
 static volatile int stop;
 
 static void *
@@ -1544,6 +1592,7 @@ main(void)
 	tcase_add_test(t, remote_queue_one_pool);
 	tcase_add_test(t, remote_sized_frees_queued);
 	tcase_add_test(t, fork_hooks_lock_all);
+	tcase_add_test(t, fork_children_draw_apart);
 	tcase_add_test(t, waiter_yields_on_holders_cpu);
 	tcase_add_test(t, wake_that_finds_nobody);
 	tcase_add_test(t, crowded_lock);
