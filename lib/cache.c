@@ -44,8 +44,7 @@
 #define MERGE_MIN 8		/* longer runs freed join their neighbours */
 #define CUT_MIN 3		/* longer requests take the front of those */
 #define MERGE_MAX (1u << 30)	/* pages of a joined run, at most */
-/* The level-1 junk words of a page: om_junk_step of a page's words. */
-#define PAGE_STEP (OM_PAGE_SIZE / sizeof(uint64_t) / 4)
+#define PAGE_QUARTER (OM_PAGE_SIZE / 8 / 4)	/* words of a page's quarter */
 
 /*
  * The depot: pages evicted from a pool's full cache wait here for a pool
@@ -431,9 +430,14 @@ om_junk_free(int level, void *p, size_t sz)
 		return;
 	}
 	if (sz >= OM_PAGE_SIZE) {
-		/* Page runs, the common case: the same four words, unrolled. */
-		for (i = 0; i < 4; i++)
-			lp[i * PAGE_STEP] = OM_JUNK_FREE64;
+		/* Page runs, the common case: four words of the first page,
+		 * those of mopts.page_junk (see page_junk_ok). */
+		uint64_t *q = lp + mopts.page_junk[1];
+
+		lp[0] = OM_JUNK_FREE64;
+		q[0] = OM_JUNK_FREE64;
+		q[PAGE_QUARTER] = OM_JUNK_FREE64;
+		q[2 * PAGE_QUARTER] = OM_JUNK_FREE64;
 		return;
 	}
 	words = sz / sizeof(uint64_t);
@@ -448,17 +452,17 @@ write_after_free(struct dir_info *d, const void *p)
 	om_fatal(d, "write after free", p);
 }
 
-/* Level 1 on a run of pages: the four words of its first page intact. */
+/* Level 1 on a run of pages: the four words of its first page intact.
+ * They are mopts.page_junk's: word 0, and the same word of each later
+ * quarter, the three quarters being of one length; one load finds them. */
 OM_INLINE int
 page_junk_ok(const void *p)
 {
-	const uint64_t *lp = p;
-	uint64_t x = 0;
-	unsigned int i;
+	const uint64_t *lp = p, *q = lp + mopts.page_junk[1];
 
-	for (i = 0; i < 4; i++)
-		x |= lp[i * PAGE_STEP] ^ OM_JUNK_FREE64;
-	return x == 0;
+	return ((lp[0] ^ OM_JUNK_FREE64) | (q[0] ^ OM_JUNK_FREE64) |
+	    (q[PAGE_QUARTER] ^ OM_JUNK_FREE64) |
+	    (q[2 * PAGE_QUARTER] ^ OM_JUNK_FREE64)) == 0;
 }
 
 /* Check the junk of a freed block: every byte (full) or the sparse words. */

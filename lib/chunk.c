@@ -61,11 +61,36 @@ callers(struct chunk_info *info)
 	return (void **)((char *)info + callers_offset(info->total));
 }
 
+/*
+ * The level-1 junk words of a block of words words: word 0, and a word of
+ * each later quarter, loc words into it (modulo its length), as OpenBSD
+ * places its four at a random offset each process: a program that writes
+ * after free cannot know which words are checked.  Byte offsets.
+ */
+static void
+junk_words(uint16_t out[4], unsigned int words, unsigned int loc)
+{
+	unsigned int i, lo, hi;
+
+	out[0] = 0;
+	for (i = 1; i < 4; i++) {
+		lo = i * words / 4;
+		hi = (i + 1) * words / 4;
+		out[i] = (uint16_t)((lo + (hi > lo ? loc % (hi - lo) : 0)) * 8);
+	}
+}
+
 /* Fill the size tables of the read-only page (before it is sealed). */
 void
 om_chunk_init_sizes(void)
 {
 	unsigned int b, i;
+	uint16_t loc;
+
+	om_random_buf(&loc, sizeof(loc));
+	junk_words(mopts.page_junk, OM_PAGE_SIZE / 8, loc);
+	for (i = 0; i < 4; i++)
+		mopts.page_junk[i] /= 8;
 
 	for (b = 0; b < OM_NBUCKETS; b++) {
 		unsigned int size = om_bucket_size[b];
@@ -78,9 +103,7 @@ om_chunk_init_sizes(void)
 		mopts.bucket_recip[b] =
 		    (uint32_t)((((uint64_t)1 << 32) + size - 1) / size);
 		mopts.info_size[b] = (uint16_t)((rec + 15) & ~(size_t)15);
-		for (i = 0; i < 4; i++)
-			mopts.junk_off[b][i] = (uint16_t)(i * (size / 8) /
-			    4 * 8);
+		junk_words(mopts.junk_off[b], size / 8, loc);
 	}
 	mopts.size_bucket[0] = 0;
 	for (i = 1, b = 1; i <= OM_MAXCHUNK / OM_MINSIZE; i++) {

@@ -131,6 +131,7 @@ struct om_readonly {
 	uint32_t bucket_recip[OM_NBUCKETS]; /* ceil(2^32 / slot size) */
 	uint8_t size_bucket[OM_MAXCHUNK / OM_MINSIZE + 1];
 	uint16_t junk_off[OM_NBUCKETS][4]; /* level-1 junk words of a chunk */
+	uint16_t page_junk[4];		/* and of a page run's first page */
 	uint8_t canary_byte;		/* fill of chunk canaries, C */
 	int junk_validate_full;		/* J2, F: check every junk byte */
 	int bias_locks;			/* membarrier(2) granted: bias locks */
@@ -816,11 +817,12 @@ om_junk_sparse_ok(const void *p, size_t sz)
 void om_junk_validate(struct dir_info *d, int full, const void *p, size_t sz);
 
 /*
- * Level-1 junk of a freed chunk: four words, the first of each quarter
- * of the chunk (both words of a 16-byte chunk), from offsets fixed per
- * bucket at initialisation, so that free and reuse pay four stores and
- * four loads whatever the chunk size.  Word 0, where a stale pointer is
- * most often written through, is always one of them.
+ * Level-1 junk of a freed chunk: four words, word 0 and one in each later
+ * quarter of the chunk (both words of a 16-byte chunk), from offsets per
+ * bucket drawn at initialisation (see om_chunk_init_sizes), so that free
+ * and reuse pay four stores and four loads whatever the chunk size.
+ * Word 0, where a stale pointer is most often written through, is always
+ * one of them.
  */
 OM_INLINE void
 om_junk_chunk(void *p, unsigned int bucket)

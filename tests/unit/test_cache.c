@@ -1760,7 +1760,7 @@ do_page_junk_validate(void *arg)
 	static uint64_t pg[2 * OM_PAGE_SIZE / 8];
 
 	om_junk_free(1, pg, sizeof(pg));
-	pg[*(int *)arg * (OM_PAGE_SIZE / 32)] ^= 0x100;
+	pg[mopts.page_junk[*(int *)arg]] ^= 0x100;
 	om_junk_validate(NULL, 0, pg, sizeof(pg));
 }
 
@@ -1801,13 +1801,15 @@ START_TEST(page_junk_words)
 
 	unit_init();
 	om_junk_free(1, pg, sizeof(pg));
+	/* Word 0, and one word in each later quarter of the first page. */
 	for (i = 0; i < sizeof(pg) / 8; i++)
 		if (pg[i] == OM_JUNK_FREE64) {
-			ck_assert_uint_eq(i % (OM_PAGE_SIZE / 32), 0);
-			ck_assert_uint_lt(i, OM_PAGE_SIZE / 8);
+			ck_assert_uint_eq(i, mopts.page_junk[n]);
+			ck_assert_uint_eq(i / (OM_PAGE_SIZE / 32), n);
 			n++;
 		}
 	ck_assert_uint_eq(n, 4);
+	ck_assert_uint_eq(mopts.page_junk[0], 0);
 	om_junk_validate(NULL, 0, pg, sizeof(pg));
 	for (k = 0; k < 4; k++) {
 		unit_run(do_page_junk_validate, &k, &c);

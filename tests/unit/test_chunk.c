@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 static void *
 chunk_get(struct dir_info *d, size_t sz)
@@ -419,6 +420,63 @@ START_TEST(junk_words)
 }
 END_TEST
 
+/* The places of the junk words, as this process drew them. */
+static void
+print_junk(void)
+{
+	unsigned int b, i;
+
+	free(malloc(1));
+	for (b = 0; b < OM_NBUCKETS; b++)
+		for (i = 0; i < 4; i++)
+			printf("%u ", mopts.junk_off[b][i]);
+	for (i = 0; i < 4; i++)
+		printf("%u ", mopts.page_junk[i]);
+	printf("\n");
+}
+
+/*
+ * Word 0 and one word of each later quarter, of every chunk and of a
+ * page run's first page; which word of each quarter, drawn by each
+ * process (four runs of this program do not all agree).
+ */
+START_TEST(junk_words_drawn)
+{
+	char self[512], cmd[600], out[4][2048];
+	unsigned int b, i, k, words, lo, hi;
+	ssize_t n;
+
+	unit_init();
+	for (b = 1; b < OM_NBUCKETS; b++) {
+		words = om_bucket_size[b] / 8;
+		ck_assert_uint_eq(mopts.junk_off[b][0], 0);
+		for (i = 1; i < 4; i++) {
+			lo = i * words / 4;
+			hi = (i + 1) * words / 4;
+			ck_assert_uint_ge(mopts.junk_off[b][i] / 8, lo);
+			ck_assert_uint_le(mopts.junk_off[b][i] / 8,
+			    hi > lo ? hi - 1 : lo);
+		}
+	}
+	for (i = 1; i < 4; i++)
+		ck_assert_uint_eq(mopts.page_junk[i] / (OM_PAGE_SIZE / 32), i);
+	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	ck_assert_int_gt(n, 0);
+	self[n] = '\0';
+	snprintf(cmd, sizeof(cmd), "OM_PRINT_JUNK=1 '%s'", self);
+	for (k = 0; k < 4; k++) {
+		FILE *f = popen(cmd, "r");
+
+		ck_assert_ptr_nonnull(f);
+		ck_assert_ptr_nonnull(fgets(out[k], sizeof(out[k]), f));
+		ck_assert_int_eq(pclose(f), 0);
+	}
+	ck_assert_msg(strcmp(out[0], out[1]) != 0 ||
+	    strcmp(out[0], out[2]) != 0 || strcmp(out[0], out[3]) != 0,
+	    "four processes placed their junk words alike: %s", out[0]);
+}
+END_TEST
+
 /*
  * A new chunk page starts with every slot junked, so that the check at
  * reuse holds for slots never handed out.  At level 1 a page of slots of
@@ -807,6 +865,11 @@ main(void)
 	Suite *s = suite_create("chunk");
 	TCase *t = tcase_create("chunk");
 
+	if (getenv("OM_PRINT_JUNK") != NULL) {
+		print_junk();
+		return 0;
+	}
+
 	tcase_add_test(t, bucket_table);
 	tcase_add_test(t, bucket_geometry);
 	tcase_add_test(t, index_exact);
@@ -817,6 +880,7 @@ main(void)
 	tcase_add_test(t, double_free);
 	tcase_add_test(t, write_after_free);
 	tcase_add_test(t, junk_words);
+	tcase_add_test(t, junk_words_drawn);
 	tcase_add_test(t, new_page_junk);
 	tcase_add_test(t, canary);
 	tcase_add_test(t, bytes_are_every_position);
