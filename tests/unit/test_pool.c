@@ -982,8 +982,7 @@ START_TEST(fork_children_draw_apart)
 		    "pool %u keyed alike in both children", i);
 		lines += 9;
 	}
-	/* And the blocks: no child places its first 32 where the other
-	 * does. */
+	/* And the blocks: the two do not place their first 32 alike. */
 	ck_assert_msg(strcmp(lines, b.out + (lines - a.out)) != 0,
 	    "both children placed their blocks alike: %s", lines);
 }
