@@ -247,19 +247,24 @@ om_random_refill(struct om_rng *r)
 	r->pos = sizeof(r->key);
 }
 
-/* Key the process generator from the kernel.  Returns -1 if the kernel
- * gives no randomness at all (then the stack address, thread id and time
- * are used: placement is still varied, and the failure is not fatal). */
+/*
+ * Key the process generator from the kernel.  What the kernel gives is
+ * mixed into what the generator would give next: nothing at start-up (it
+ * is all zeros), the parent's stream in a fork child, which nobody outside
+ * knows.  Returns -1 if the kernel gives no randomness at all: then the
+ * stack address, thread id and time are mixed in instead, so that a fork
+ * child under a sandbox that refuses getrandom still draws apart from its
+ * siblings, and the failure is not fatal.
+ */
 static int
 seed_global(void)
 {
-	uint8_t seed[48];
-	size_t got = 0;
+	uint8_t seed[48], k[48] = { 0 };
+	size_t got = 0, i;
 	int saved = errno;
 
-	while (got < sizeof(seed)) {
-		long n = syscall(SYS_getrandom, seed + got, sizeof(seed) - got,
-		    0);
+	while (got < sizeof(k)) {
+		long n = syscall(SYS_getrandom, k + got, sizeof(k) - got, 0);
 		if (n <= 0) {
 			if (n < 0 && errno == EINTR)
 				continue;
@@ -267,20 +272,25 @@ seed_global(void)
 		}
 		got += (size_t)n;
 	}
-	if (got < sizeof(seed)) {
+	if (got < sizeof(k)) {
 		uintptr_t a = (uintptr_t)&seed ^ (uintptr_t)om_os_gettid();
 		struct timespec ts;
 		clock_gettime(CLOCK_MONOTONIC, &ts);
-		memcpy(seed, &a, sizeof(a));
-		memcpy(seed + 8, &ts, sizeof(ts));
+		for (i = 0; i < sizeof(a); i++)
+			k[i] ^= ((const uint8_t *)&a)[i];
+		for (i = 0; i < sizeof(ts); i++)
+			k[sizeof(a) + i] ^= ((const uint8_t *)&ts)[i];
 	}
+	for (i = 0; i < sizeof(seed); i++)
+		seed[i] = om_rbyte(&global_rng) ^ k[i];
 	memcpy(global_rng.key, seed, 32);
 	memcpy(global_rng.nonce, seed + 32, 12);
 	global_rng.counter = 0;
 	om_random_refill(&global_rng);
 	memset(seed, 0, sizeof(seed));
+	memset(k, 0, sizeof(k));
 	errno = saved;
-	return got == sizeof(seed) ? 0 : -1;
+	return got == sizeof(k) ? 0 : -1;
 }
 
 /* Seed the process generator, once, at initialisation. */

@@ -13,7 +13,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <fcntl.h>
+#include <linux/filter.h>
 #include <linux/membarrier.h>
+#include <linux/seccomp.h>
+#include <stddef.h>
+#include <sys/prctl.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -955,36 +959,99 @@ draw(void *arg)
 		fprintf(stderr, "%p\n", malloc(64));
 }
 
+/* Why two children that ran draw are not apart from this process and
+ * from each other, or NULL if they are. */
+static const char *
+drawn_alike(const struct child *a, const struct child *b)
+{
+	static char why[160];
+	char key[16];
+	const char *lines = a->out;
+	unsigned int i;
+
+	if (!WIFEXITED(a->status) || WEXITSTATUS(a->status) != 0 ||
+	    !WIFEXITED(b->status) || WEXITSTATUS(b->status) != 0)
+		return "a child did not exit 0";
+	/* Every pool's key: not the parent's, and not the same in both. */
+	for (i = 0; i <= mopts.npools; i++) {
+		snprintf(key, sizeof(key), "%08x\n", om_pool_at(i)->rng.key[0]);
+		if (strstr(a->out, key) != NULL || strstr(b->out, key) != NULL) {
+			snprintf(why, sizeof(why), "pool %u keyed as the parent",
+			    i);
+			return why;
+		}
+	}
+	for (i = 0; i <= mopts.npools; i++, lines += 9)
+		if (strncmp(lines, b->out + (lines - a->out), 9) == 0) {
+			snprintf(why, sizeof(why),
+			    "pool %u keyed alike in both children", i);
+			return why;
+		}
+	/* And the blocks: the two do not place their first 32 alike. */
+	if (strcmp(lines, b->out + (lines - a->out)) == 0)
+		return "both children placed their blocks alike";
+	return NULL;
+}
+
 /* Children forked from one parent draw apart from it and from each other:
  * their generators are keyed anew, and so their blocks go elsewhere. */
 START_TEST(fork_children_draw_apart)
 {
 	static struct child a, b;
-	char key[16], *lines;
-	unsigned int i;
+	const char *why;
 
 	unit_init();
 	unit_run(draw, NULL, &a);
 	unit_run(draw, NULL, &b);
-	ck_assert_exited_ok(&a);
-	ck_assert_exited_ok(&b);
-	ck_assert_str_ne(a.out, b.out);
-	/* Every pool's key: not the parent's, and not the same in both. */
-	for (i = 0; i <= mopts.npools; i++) {
-		snprintf(key, sizeof(key), "%08x\n", om_pool_at(i)->rng.key[0]);
-		ck_assert_msg(strstr(a.out, key) == NULL &&
-		    strstr(b.out, key) == NULL, "pool %u keyed as the parent",
-		    i);
+	why = drawn_alike(&a, &b);
+	ck_assert_msg(why == NULL, "%s; stderr: %s", why, a.out);
+}
+END_TEST
+
+/* The same under a seccomp filter that refuses getrandom(2), as a sandbox
+ * may: the children still draw apart (from their parent's stream, their
+ * thread ids and the time).  In a child, which reports on stderr. */
+static void
+draw_apart_refused(void *arg)
+{
+	struct sock_filter f[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+		    offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_getrandom, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog prog = { sizeof(f) / sizeof(f[0]), f };
+	static struct child a, b;
+	const char *why;
+	char buf[8];
+
+	(void)arg;
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
+	    prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) != 0) {
+		fprintf(stderr, "no seccomp filter\n");
+		abort();
 	}
-	lines = a.out;
-	for (i = 0; i <= mopts.npools; i++) {
-		ck_assert_msg(strncmp(lines, b.out + (lines - a.out), 9) != 0,
-		    "pool %u keyed alike in both children", i);
-		lines += 9;
+	if (syscall(SYS_getrandom, buf, sizeof(buf), 0) != -1 ||
+	    errno != EPERM) {
+		fprintf(stderr, "getrandom not refused\n");
+		abort();
 	}
-	/* And the blocks: the two do not place their first 32 alike. */
-	ck_assert_msg(strcmp(lines, b.out + (lines - a.out)) != 0,
-	    "both children placed their blocks alike: %s", lines);
+	unit_run(draw, NULL, &a);
+	unit_run(draw, NULL, &b);
+	if ((why = drawn_alike(&a, &b)) != NULL) {
+		fprintf(stderr, "%s\n", why);
+		abort();
+	}
+}
+
+START_TEST(fork_children_draw_apart_without_getrandom)
+{
+	struct child c;
+
+	unit_init();
+	unit_run(draw_apart_refused, NULL, &c);
+	ck_assert_exited_ok(&c);
 }
 END_TEST
 
@@ -1592,6 +1659,7 @@ main(void)
 	tcase_add_test(t, remote_sized_frees_queued);
 	tcase_add_test(t, fork_hooks_lock_all);
 	tcase_add_test(t, fork_children_draw_apart);
+	tcase_add_test(t, fork_children_draw_apart_without_getrandom);
 	tcase_add_test(t, waiter_yields_on_holders_cpu);
 	tcase_add_test(t, wake_that_finds_nobody);
 	tcase_add_test(t, crowded_lock);
