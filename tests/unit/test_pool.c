@@ -735,12 +735,16 @@ hold_while_waited(struct yielding *y)
 	while (!__atomic_load_n(&y->trying, __ATOMIC_ACQUIRE))
 		sched_yield();
 	/* Time for the waiter to spin and yield (each yield here runs it
-	 * up to its next), or to go to sleep. */
+	 * up to its next), or to go to sleep: on a busy machine it may
+	 * wait its turn on its CPU for a while before it gets that far,
+	 * so give it up to ten seconds. */
 	if (y->cpu[0] == y->cpu[1])
 		for (i = 0; i < OM_MUTEX_YIELDS / 2; i++)
 			sched_yield();
 	else
-		usleep(20000);
+		for (i = 0; i < 10000 &&
+		    __atomic_load_n(&y->m.sleepers, __ATOMIC_ACQUIRE) == 0; i++)
+			usleep(1000);
 	y->sleepers = __atomic_load_n(&y->m.sleepers, __ATOMIC_ACQUIRE);
 	om_mutex_unlock(&y->m);
 	ck_assert_int_eq(pthread_join(t, NULL), 0);
