@@ -33,12 +33,13 @@ static OM_COLD OM_NOINLINE void
 lock_slow(struct dir_info *d)
 {
 	struct timespec a, b;
+	int timed = mopts.opt.dump;
 
-	if (mopts.opt.dump)
+	if (timed)
 		clock_gettime(CLOCK_MONOTONIC, &a);
 	om_mutex_wait(&d->mtx, om_owner());
 	d->lock_contended++;
-	if (mopts.opt.dump) {
+	if (timed) {
 		clock_gettime(CLOCK_MONOTONIC, &b);
 		d->lock_wait_ns += (unsigned long long)(b.tv_sec - a.tv_sec) *
 		    1000000000ULL + (unsigned long long)b.tv_nsec -

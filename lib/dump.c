@@ -172,9 +172,11 @@ leak_print(struct om_buf *o, struct leaks *l)
 		l->t[j] = t;
 	}
 	for (i = 0; i < n; i++) {
+		size_t count = l->t[i].count;
+
 		print_caller(o, l->t[i].f);
-		om_buf_printf(o, " %7zu %6zu %6zu\n", l->t[i].bytes,
-		    l->t[i].count, l->t[i].bytes / l->t[i].count);
+		om_buf_printf(o, " %7zu %6zu %6zu\n", l->t[i].bytes, count,
+		    count != 0 ? l->t[i].bytes / count : 0);
 	}
 	if (l->dropped)
 		om_buf_printf(o, "(%zu allocations not listed: table full)\n",
