@@ -930,10 +930,17 @@ recallocarray(void *p, size_t oldn, size_t newn, size_t sz)
 		 * tail pages to the cache.  If the block moves after all, only
 		 * the first newsz bytes are copied. */
 		om_fill((char *)p + newsz, 0, oldsz - newsz);
-		if (OM_REGION_IS_CHUNK(r) ? om_chunk_resize(d, r, p, newsz) :
-		    om_region_realloc(d, r, p, newsz) != NULL) {
+		if (OM_REGION_IS_CHUNK(r)) {
+			if (om_chunk_resize(d, r, p, newsz)) {
+				unlock(d);
+				return p;
+			}
+		} else if ((q = om_region_realloc(d, r, p, newsz)) != NULL) {
+			/* Moved up within its page (a shifted region): the
+			 * bytes it left behind it are cleared too. */
+			om_fill(p, 0, (size_t)((char *)q - (char *)p));
 			unlock(d);
-			return p;
+			return q;
 		}
 	}
 	q = move(d, p, oldsz, newsz, 1, CALLER(), oldsz);

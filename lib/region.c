@@ -420,6 +420,37 @@ grow_guarded(struct dir_info *d, char *page, size_t oldlen, size_t newlen)
 }
 
 /*
+ * A region shifted towards the end of its page (more than half a page and
+ * less than one) resized to newsz, still in that range, whose shift
+ * changes: moved to newsz's shift in the same page, so that it still
+ * ends where the page does, as OpenBSD's realloc does, rather than into
+ * a page of its own.  The pointer changes, but no page is taken or given
+ * back and the copy stays within one page: a buffer grown a few bytes at
+ * a time through these sizes took a new page at every step.  The key
+ * changes in its offset bits only, which the hash does not read.
+ */
+static void *
+move_in_page(struct dir_info *d, struct region_info *r, size_t newsz)
+{
+	char *page = (char *)OM_REGION_PAGE(r);
+	char *p = page + OM_REGION_OFFSET(r);
+	char *q = page + shift_of(newsz, OM_MINSIZE);
+
+	if (mopts.opt.chunk_canaries)
+		check_canary(d, r);
+	d->cheap_realloc_tries++;
+	memmove(q, p, newsz < r->size ? newsz : r->size);
+	if (d->junk >= 2 && newsz > r->size)
+		memset(q + r->size, OM_JUNK_NEW, newsz - r->size);
+	r->p = (uintptr_t)q;
+	r->size = newsz;
+	if (mopts.opt.chunk_canaries)
+		fill_canary(r);
+	d->cheap_reallocs++;
+	return q;
+}
+
+/*
  * Resize a region without copying it when possible: the same pages, fewer
  * pages (the tail goes to the cache), or more pages: the front of a
  * cached run that starts right behind it, or else, from 64 KiB, pages
@@ -439,7 +470,9 @@ grow_guarded(struct dir_info *d, char *page, size_t oldlen, size_t newlen)
  * With guard pages (G) a region from 64 KiB shrinks in place and grows
  * by the kernel (shrink_guarded, grow_guarded), never into cached pages,
  * since its guard lies between; a smaller one moves by copying, as
- * OpenBSD moves every guarded region that grows.
+ * OpenBSD moves every guarded region that grows.  A region shifted
+ * towards its page's end that needs another shift moves within its page
+ * (move_in_page).
  */
 void *
 om_region_realloc(struct dir_info *d, struct region_info *r, void *p,
@@ -452,9 +485,12 @@ om_region_realloc(struct dir_info *d, struct region_info *r, void *p,
 	if (mopts.opt.realloc_move || d->conceal || newsz <= OM_MAXCHUNK)
 		return NULL;
 	if (off != 0 || newsz < OM_PAGE_SIZE) {
-		/* A shifted region stays only if its shift does not change. */
-		if (newsz >= OM_PAGE_SIZE || shift_of(newsz, OM_MINSIZE) != off)
+		/* A shifted region stays where it is if its shift does not
+		 * change, else moves within its page. */
+		if (newsz >= OM_PAGE_SIZE)
 			return NULL;
+		if (shift_of(newsz, OM_MINSIZE) != off)
+			return off != 0 ? move_in_page(d, r, newsz) : NULL;
 		newlen = oldlen;
 	} else
 		newlen = OM_PAGEROUND(newsz);

@@ -6,6 +6,7 @@
 #include "unit.h"
 
 #include <malloc.h>
+#include <omalloc.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -297,6 +298,121 @@ START_TEST(api_shifted_medium)
 		    mopts.opt.chunk_canaries ? sz : (sz + 15) & ~(size_t)15);
 		free(p);
 	}
+}
+END_TEST
+
+/* The first bytes of p that do not hold i & 0xff at i; n if none. */
+static size_t
+counting_upto(const unsigned char *p, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n && p[i] == (unsigned char)i; i++)
+		;
+	return i;
+}
+
+/*
+ * A region of more than half a page and less than one, resized within
+ * that range, moves within its own page to its new shift, as OpenBSD's
+ * does: it still ends at the page end, keeps its bytes, and no page is
+ * taken or given back.  Under R it moves as every realloc does.
+ */
+START_TEST(realloc_within_page)
+{
+	static const size_t sizes[] = { 2100, 3000, 4000, 2049, 2500, 4095 };
+	struct dir_info *d = unit_pool();
+	unsigned char *p = om_region_alloc(d, 2064, 0, 0, NULL), *q;
+	uintptr_t page = (uintptr_t)p & ~(uintptr_t)OM_PAGE_MASK, end;
+	size_t old = 2064, cheap = d->cheap_reallocs, runs, keep, k, i;
+	struct region_info *r;
+
+	ck_assert_ptr_nonnull(p);
+	for (i = 0; i < old; i++)
+		p[i] = (unsigned char)i;
+	for (k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
+		size_t sz = sizes[k];
+
+		runs = d->cache_used;
+		q = om_region_realloc(d, om_region_find(d, p), p, sz);
+		if (mopts.opt.realloc_move) {
+			ck_assert_ptr_null(q);
+			break;
+		}
+		ck_assert_msg(q != NULL, "%zu to %zu bytes moved out", old,
+		    sz);
+		ck_assert_uint_eq((uintptr_t)q & ~(uintptr_t)OM_PAGE_MASK,
+		    page);
+		end = (uintptr_t)q + sz;
+		ck_assert_uint_lt(OM_PAGEROUND(end) - end, 16);
+		ck_assert_uint_eq((uintptr_t)q % OM_MINSIZE, 0);
+		keep = old < sz ? old : sz;
+		ck_assert_uint_eq(counting_upto(q, keep), keep);
+		if (d->junk >= 2)
+			for (i = old; i < sz; i++)
+				ck_assert_uint_eq(q[i], OM_JUNK_NEW);
+		ck_assert_ptr_nonnull(r = om_region_find(d, q));
+		ck_assert_uint_eq(r->size, sz);
+		ck_assert_uint_eq(OM_REGION_OFFSET(r),
+		    (uintptr_t)q & OM_PAGE_MASK);
+		ck_assert_uint_eq(d->cheap_reallocs, cheap + k + 1);
+		ck_assert_uint_eq(d->cache_used, runs);
+		for (i = keep; i < sz; i++)
+			q[i] = (unsigned char)i;
+		p = q;
+		old = sz;
+	}
+	/* Under C, its canary is checked here. */
+	om_region_free(d, om_region_find(d, p), p, 0, 0);
+}
+END_TEST
+
+/*
+ * The same through the API: a buffer grown 16 bytes at a time from 2 KiB
+ * to a page stays in its page; recallocarray, shrinking such a block,
+ * moves it up in its page and clears what it left, as well as the tail
+ * it gave up.
+ */
+START_TEST(api_realloc_within_page)
+{
+	unsigned char *p = malloc(2064), *q;
+	uintptr_t page = (uintptr_t)p & ~(uintptr_t)OM_PAGE_MASK;
+	size_t sz, i;
+
+	ck_assert_ptr_nonnull(p);
+	for (i = 0; i < 2064; i++)
+		p[i] = (unsigned char)i;
+	for (sz = 2080; sz < OM_PAGE_SIZE; sz += 16) {
+		ck_assert_ptr_nonnull(q = realloc(p, sz));
+		if (!mopts.opt.realloc_move)
+			ck_assert_uint_eq((uintptr_t)q &
+			    ~(uintptr_t)OM_PAGE_MASK, page);
+		ck_assert_uint_eq(counting_upto(q, sz - 16), sz - 16);
+		for (i = sz - 16; i < sz; i++)
+			q[i] = (unsigned char)i;
+		p = q;
+	}
+	free(p);
+
+	ck_assert_ptr_nonnull(p = recallocarray(NULL, 0, 3000, 1));
+	page = (uintptr_t)p & ~(uintptr_t)OM_PAGE_MASK;
+	memset(p, 0x77, 3000);
+	ck_assert_ptr_nonnull(q = recallocarray(p, 3000, 2500, 1));
+	for (i = 0; i < 2500; i++)
+		ck_assert_uint_eq(q[i], 0x77);
+	if (!mopts.opt.realloc_move) {
+		ck_assert_uint_eq((uintptr_t)q & ~(uintptr_t)OM_PAGE_MASK,
+		    page);
+		ck_assert_uint_gt((uintptr_t)q, (uintptr_t)p);
+		/* What it left before it is zero, and so is what it gave
+		 * up after it, but for its canary under C. */
+		for (i = 0; p + i < q; i++)
+			ck_assert_uint_eq(p[i], 0);
+		for (i = 2500; i < (size_t)(p + 3000 - q); i++)
+			ck_assert_uint_eq(q[i], mopts.opt.chunk_canaries ?
+			    mopts.canary_byte : 0);
+	}
+	free(q);
 }
 END_TEST
 
@@ -976,6 +1092,8 @@ main(void)
 	tcase_add_test(t, find_absent);
 	tcase_add_test(t, shifted_medium);
 	tcase_add_test(t, api_shifted_medium);
+	tcase_add_test(t, realloc_within_page);
+	tcase_add_test(t, api_realloc_within_page);
 	tcase_add_test(t, alignments);
 	tcase_add_test(t, aligned_reuse);
 	tcase_add_test(t, api_alignments);
