@@ -474,9 +474,8 @@ move_in_page(struct dir_info *d, struct region_info *r, size_t newsz)
  * towards its page's end that needs another shift moves within its page
  * (move_in_page).
  */
-void *
-om_region_realloc(struct dir_info *d, struct region_info *r, void *p,
-    size_t newsz)
+static OM_NOINLINE void *
+resize(struct dir_info *d, struct region_info *r, void *p, size_t newsz)
 {
 	char *page = (char *)OM_REGION_PAGE(r), *q;
 	size_t off = OM_REGION_OFFSET(r);
@@ -545,4 +544,24 @@ om_region_realloc(struct dir_info *d, struct region_info *r, void *p,
 	if (mopts.opt.chunk_canaries)
 		fill_canary(r);
 	return p;
+}
+
+/*
+ * The common case kept light, without the frame resize needs: a region
+ * of whole pages that keeps its page count (a buffer grown or cut by a
+ * little) only takes its new size.  realloc calls this for every region
+ * it is given.
+ */
+void *
+om_region_realloc(struct dir_info *d, struct region_info *r, void *p,
+    size_t newsz)
+{
+	if (OM_LIKELY(OM_REGION_OFFSET(r) == 0 && newsz >= OM_PAGE_SIZE &&
+	    OM_PAGEROUND(newsz) == OM_PAGEROUND(r->size) &&
+	    !mopts.opt.realloc_move && !mopts.opt.chunk_canaries &&
+	    !d->conceal)) {
+		r->size = newsz;
+		return p;
+	}
+	return resize(d, r, p, newsz);
 }
