@@ -360,6 +360,21 @@ static int region_plus_page(void) { return region_interior(65536, PAGE); }
 static int region_plus16(void) { return region_interior(65536, 16); }
 static int medium_plus16(void) { return region_interior(3000, 16); }
 
+/* A block of more than half a page resized within those sizes moves
+ * inside its page: the address it had is still in a page of the heap,
+ * but no block starts there any more. */
+static int
+medium_stale_after_realloc(void)
+{
+	char *p = malloc(3000), *q;
+
+	q = realloc(launder(p), 3100);
+	(void)launder(q);
+	report_ptr(p);
+	free(launder(p));
+	return survived();
+}
+
 static int
 realloc_region_interior(void)
 {
@@ -890,6 +905,7 @@ static const struct {
 	A(region_plus_page),
 	A(region_plus16),
 	A(medium_plus16),
+	A(medium_stale_after_realloc),
 	A(realloc_region_interior),
 	A(chunk_waf_churn),
 	A(chunk_waf_next_free),

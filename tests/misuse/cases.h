@@ -84,6 +84,8 @@ static const struct misuse_case misuse_cases[] = {
 	    "free(p + 16), p a 64 KiB region"),
 	ABORT("medium_plus16", "", "free", "bogus", 1,
 	    "free(p + 16), p a 3000-byte block (shifted to its page end)"),
+	ABORT("medium_stale_after_realloc", "", "free", "bogus", 1,
+	    "free(p) after realloc(p, 3100) moved a 3000-byte block in its page"),
 	ABORT("realloc_region_interior", "", "realloc", "bogus", 1,
 	    "realloc(p + 4096, 10), p a 64 KiB region"),
 
