@@ -654,6 +654,10 @@ om_chunk_resize(struct dir_info *d, struct region_info *r, void *p,
 	    mopts.opt.realloc_move)
 		return 0;
 	slot = om_chunk_index(d, info, p);
+	/* Freed, in the delayed ring or free in its page: reported as the
+	 * move would report it (om_chunk_usable), not resized in place. */
+	if (!om_chunk_slot_used(info, slot))
+		om_fatal(d, "use of freed pointer", p);
 	if (mopts.opt.chunk_canaries) {
 		size_t old = reqsizes(info)[slot];
 

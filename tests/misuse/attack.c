@@ -178,6 +178,20 @@ realloc_after_free(void)
 	return survived();
 }
 
+/* The same with a size of the chunk's own class, which realloc would
+ * otherwise settle in place. */
+static int
+realloc_after_free_same_class(void)
+{
+	char *p = malloc(32);
+
+	report_ptr(p);
+	free(p);
+	p = realloc(launder(p), 20);
+	free(p);
+	return survived();
+}
+
 /*
  * A 32-byte chunk allocated by a thread of another pool, which has exited
  * by the time this returns: one whose tid differs from the caller's in
@@ -887,6 +901,7 @@ static const struct {
 	A(chunk_double_free_later),
 	A(region_double_free),
 	A(realloc_after_free),
+	A(realloc_after_free_same_class),
 	A(remote_double_free),
 	A(remote_realloc_after_free),
 	A(remote_chunk_plus8),
