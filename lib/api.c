@@ -460,6 +460,7 @@ recorded_size(struct dir_info *d, struct region_info *r, void *p)
 {
 	if (OM_REGION_IS_CHUNK(r))
 		return om_chunk_usable(d, r, p);
+	om_region_check(d, r, p);
 	return mopts.opt.chunk_canaries ? r->size : om_region_usable(r);
 }
 
@@ -1144,8 +1145,7 @@ malloc_usable_size(void *p)
 	if (p == NULL)
 		return 0;
 	d = find_ptr("malloc_usable_size", p, &r);
-	n = OM_REGION_IS_CHUNK(r) ? om_chunk_usable(d, r, p) :
-	    om_region_usable(r);
+	n = recorded_size(d, r, p);
 	unlock(d);
 	return n;
 }

@@ -765,6 +765,18 @@ void *om_region_alloc(struct dir_info *d, size_t sz, size_t align, int flags,
 void om_region_free(struct dir_info *d, struct region_info *r, void *p,
     int clear, size_t clearsz);
 size_t om_region_usable(struct region_info *r);
+
+/* p, looked up to region r, must be where r's block starts: its page,
+ * plus the shift of a block shorter than a page.  Anywhere else in the
+ * page it is no block, for every call that takes one, as for free. */
+OM_INLINE void
+om_region_check(struct dir_info *d, const struct region_info *r,
+    const void *p)
+{
+	if (OM_UNLIKELY((uintptr_t)p != OM_REGION_PAGE(r) +
+	    OM_REGION_OFFSET(r)))
+		om_fatal(d, "bogus pointer (double free?)", p);
+}
 void *om_region_realloc(struct dir_info *d, struct region_info *r, void *p,
     size_t newsz);
 

@@ -327,12 +327,10 @@ om_region_free(struct dir_info *d, struct region_info *r, void *p, int clear,
     size_t clearsz)
 {
 	char *page = (char *)OM_REGION_PAGE(r);
-	size_t off = OM_REGION_OFFSET(r);
 	size_t datalen = REGION_LEN(r);
 	size_t guard = mopts.guard;
 
-	if (OM_UNLIKELY((char *)p != page + off))
-		om_fatal(d, "bogus pointer (double free?)", p);
+	om_region_check(d, r, p);
 	if (mopts.opt.chunk_canaries)
 		check_canary(d, r);
 	if (clear && clearsz > 0)
@@ -556,6 +554,7 @@ void *
 om_region_realloc(struct dir_info *d, struct region_info *r, void *p,
     size_t newsz)
 {
+	om_region_check(d, r, p);
 	if (OM_LIKELY(OM_REGION_OFFSET(r) == 0 && newsz >= OM_PAGE_SIZE &&
 	    OM_PAGEROUND(newsz) == OM_PAGEROUND(r->size) &&
 	    !mopts.opt.realloc_move && !mopts.opt.chunk_canaries &&

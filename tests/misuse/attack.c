@@ -400,6 +400,63 @@ realloc_region_interior(void)
 	return survived();
 }
 
+/* p + 16 in a region's first page, given to the calls that resize or
+ * measure a block in place: each must refuse it as free does, before it
+ * reads or writes past the block's end. */
+static int
+realloc_in_place_interior(size_t size, size_t newsz)
+{
+	char *p = malloc(size);
+
+	report_ptr(p + 16);
+	p = realloc(launder(p + 16), newsz);
+	(void)launder(p);
+	return survived();
+}
+
+static int
+realloc_region_plus16(void)
+{
+	return realloc_in_place_interior(65536, 65600);
+}
+
+static int
+realloc_page_count_plus16(void)
+{
+	return realloc_in_place_interior(8192, 8000);
+}
+
+static int
+realloc_medium_plus16(void)
+{
+	return realloc_in_place_interior(3000, 3010);
+}
+
+static int
+usable_region_plus16(void)
+{
+	char *p = malloc(65536);
+
+	report_ptr(p + 16);
+	(void)launder_size(malloc_usable_size(launder(p + 16)));
+	return survived();
+}
+
+static int
+recalloc_region_plus16(void)
+{
+#ifdef NO_BSD_API
+	return 77;
+#else
+	char *p = malloc(65536);
+
+	report_ptr(p + 16);
+	p = recallocarray(launder(p + 16), 65536, 60000, 1);
+	(void)launder(p);
+	return survived();
+#endif
+}
+
 /* --- write after free --- */
 
 /*
@@ -922,6 +979,11 @@ static const struct {
 	A(medium_plus16),
 	A(medium_stale_after_realloc),
 	A(realloc_region_interior),
+	A(realloc_region_plus16),
+	A(realloc_page_count_plus16),
+	A(realloc_medium_plus16),
+	A(usable_region_plus16),
+	A(recalloc_region_plus16),
 	A(chunk_waf_churn),
 	A(chunk_waf_next_free),
 	A(thread_waf_exit),

@@ -94,6 +94,16 @@ static const struct misuse_case misuse_cases[] = {
 	    "free(p) after realloc(p, 3100) moved a 3000-byte block in its page"),
 	ABORT("realloc_region_interior", "", "realloc", "bogus", 1,
 	    "realloc(p + 4096, 10), p a 64 KiB region"),
+	ABORT("realloc_region_plus16", "", "realloc", "bogus", 1,
+	    "realloc(p + 16, 65600), p a 64 KiB region (grows in place)"),
+	ABORT("realloc_page_count_plus16", "", "realloc", "bogus", 1,
+	    "realloc(p + 16, 8000), p an 8 KiB region (same page count)"),
+	ABORT("realloc_medium_plus16", "", "realloc", "bogus", 1,
+	    "realloc(p + 16, 3010), p a 3000-byte block (moves in its page)"),
+	ABORT("usable_region_plus16", "", "malloc_usable_size", "bogus", 1,
+	    "malloc_usable_size(p + 16), p a 64 KiB region"),
+	ABORT("recalloc_region_plus16", "", "recallocarray", "bogus", 1,
+	    "recallocarray(p + 16, 65536, 60000, 1), p a 64 KiB region"),
 
 	/* Write after free. */
 	ABORT("chunk_waf_churn", "", "free|malloc", R_WAF, 1,
