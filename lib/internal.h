@@ -777,6 +777,7 @@ om_region_check(struct dir_info *d, const struct region_info *r,
 	    OM_REGION_OFFSET(r)))
 		om_fatal(d, "bogus pointer (double free?)", p);
 }
+
 void *om_region_realloc(struct dir_info *d, struct region_info *r, void *p,
     size_t newsz);
 
