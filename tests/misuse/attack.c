@@ -165,31 +165,28 @@ region_double_free(void)
 	return survived();
 }
 
-/* realloc of a pointer that was just freed: a double free by another name. */
+/* realloc of a 32-byte chunk that was just freed: a double free by
+ * another name. */
 static int
-realloc_after_free(void)
+realloc_freed_chunk(size_t newsz)
 {
 	char *p = malloc(32);
 
 	report_ptr(p);
 	free(p);
-	p = realloc(launder(p), 64);
+	p = realloc(launder(p), newsz);
 	free(p);
 	return survived();
 }
 
-/* The same with a size of the chunk's own class, which realloc would
- * otherwise settle in place. */
+static int realloc_after_free(void) { return realloc_freed_chunk(64); }
+
+/* A size of the chunk's own class, which realloc would otherwise settle
+ * in place. */
 static int
 realloc_after_free_same_class(void)
 {
-	char *p = malloc(32);
-
-	report_ptr(p);
-	free(p);
-	p = realloc(launder(p), 20);
-	free(p);
-	return survived();
+	return realloc_freed_chunk(20);
 }
 
 /*
