@@ -464,6 +464,16 @@ recorded_size(struct dir_info *d, struct region_info *r, void *p)
 	return mopts.opt.chunk_canaries ? r->size : om_region_usable(r);
 }
 
+/* Whether a free may claim sz bytes of p (freezero, the sized frees): a
+ * chunk already free passes, for release to report the double free. */
+static int
+size_claim_ok(struct dir_info *d, struct region_info *r, void *p, size_t sz)
+{
+	if (OM_REGION_IS_CHUNK(r))
+		return om_chunk_size_ok(d, r, p, sz);
+	return sz <= recorded_size(d, r, p);
+}
+
 /*
  * Move p to a new block of newsz bytes in d.  NULL (p intact) on failure.
  * A copy into page runs is made with the lock released: it can take
@@ -958,7 +968,7 @@ freezero(void *p, size_t sz)
 	if (p == NULL)
 		return;
 	d = find_ptr("freezero", p, &r);
-	if (sz > recorded_size(d, r, p))
+	if (!size_claim_ok(d, r, p, sz))
 		om_fatal(d, "recorded size < freezero size", p);
 	release(d, r, p, 1, sz);
 	unlock_freed(d);
@@ -1010,8 +1020,7 @@ sized_free(unsigned int tag, void *p, size_t align, size_t sz,
 		}
 		d = find_hinted(own, hint, func, p, &r);
 	}
-	if (OM_REGION_IS_CHUNK(r) ? !om_chunk_size_ok(d, r, p, sz) :
-	    sz > recorded_size(d, r, p))
+	if (!size_claim_ok(d, r, p, sz))
 		om_fatal(d, sizewhy, p);
 	if (misaligned)
 		om_fatal(d, "alignment < free_aligned_sized alignment", p);

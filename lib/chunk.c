@@ -623,9 +623,10 @@ om_chunk_usable(struct dir_info *d, struct region_info *r, void *p)
 }
 
 /*
- * Whether sz may be claimed for p, a chunk of r's page (free_sized): not
- * more than the request under C, else the slot.  A chunk that is already
- * free passes, for om_chunk_free to report the double free.
+ * Whether sz may be claimed for p, a chunk of r's page (freezero, the
+ * sized frees): not more than the request under C, else the slot.  A
+ * chunk that is already free passes, for om_chunk_free to report the
+ * double free.
  */
 int
 om_chunk_size_ok(struct dir_info *d, struct region_info *r, void *p,

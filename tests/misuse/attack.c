@@ -595,20 +595,27 @@ static int free_sized_region_big(void)
 	return claim_size(FREE_SIZED, 20000, 40000);
 }
 
-/* A chunk freed, then freed again by size. */
+/* A block of alloc bytes freed, then freed again by release, with its
+ * own size. */
 static int
-free_sized_double(void)
+double_claim(void (*release)(void *, size_t), size_t alloc)
 {
-#ifdef NO_SIZED_FREE
-	return 77;
-#else
-	char *p = malloc(32);
+	char *p;
 
+	if (release == NULL)
+		return 77;
+	p = malloc(alloc);
 	report_ptr(p);
 	free(p);
-	free_sized(launder(p), launder_size(32));
+	release(launder(p), launder_size(alloc));
 	return survived();
-#endif
+}
+
+static int free_sized_double(void) { return double_claim(FREE_SIZED, 32); }
+static int freezero_double(void) { return double_claim(FREEZERO, 32); }
+static int freezero_region_double(void)
+{
+	return double_claim(FREEZERO, 65536);
 }
 
 /* Twice the alignment the block has, whatever slot it got. */
@@ -993,6 +1000,8 @@ static const struct {
 	A(free_sized_chunk_C),
 	A(free_sized_region_big),
 	A(free_sized_double),
+	A(freezero_double),
+	A(freezero_region_double),
 	A(free_aligned_sized_misaligned),
 	A(recalloc_chunk_big),
 	A(recalloc_region_small),

@@ -20,6 +20,7 @@
 #define R_SIZE "size"
 #define R_OOM "out of memory"
 #define R_RECURSE "recursive call"
+#define R_FREED "use of freed pointer"
 
 #define ABORT(a, o, f, r, p, w) {a, o, EXPECT_ABORT, f, r, p, 0, w}
 #define SEGV(a, o, w) {a, o, EXPECT_SEGV, NULL, NULL, 0, 0, w}
@@ -47,18 +48,15 @@ static const struct misuse_case misuse_cases[] = {
 	    "free(p); realloc(p, 64) of a 32-byte chunk"),
 	INFO("realloc_after_free", "F",
 	    "free(p); realloc(p, 64) of a 32-byte chunk"),
-	ABORT("realloc_after_free_same_class", "", "realloc",
-	    "use of freed pointer", 1,
+	ABORT("realloc_after_free_same_class", "", "realloc", R_FREED, 1,
 	    "free(p); realloc(p, 20) of a 32-byte chunk, p still in the ring"),
-	ABORT("realloc_after_free_same_class", "F", "realloc",
-	    "use of freed pointer", 1,
+	ABORT("realloc_after_free_same_class", "F", "realloc", R_FREED, 1,
 	    "free(p); realloc(p, 20) of a 32-byte chunk, p still in the ring"),
 	ABORT("remote_double_free", "", "free", R_DOUBLE, 1,
 	    "free(p); free(p) of a 32-byte chunk of another pool, both queued"),
 	ABORT("remote_double_free", "F", "free", R_DOUBLE, 1,
 	    "free(p); free(p) of a 32-byte chunk of another pool, both queued"),
-	ABORT("remote_realloc_after_free", "", "realloc",
-	    "use of freed pointer", 1,
+	ABORT("remote_realloc_after_free", "", "realloc", R_FREED, 1,
 	    "free(p); realloc(p, 64) of a 32-byte chunk of another pool"),
 
 	/* Pointers that are not ours, or not the start of a block. */
@@ -143,6 +141,12 @@ static const struct misuse_case misuse_cases[] = {
 	    "free_sized(p, 40000), p = malloc(20000)"),
 	ABORT("free_sized_double", "", "free_sized", R_DOUBLE, 1,
 	    "free(p); free_sized(p, 32) of a 32-byte chunk"),
+	ABORT("freezero_double", "", "freezero", R_DOUBLE, 1,
+	    "free(p); freezero(p, 32) of a 32-byte chunk"),
+	ABORT("freezero_double", "F", "freezero", R_DOUBLE, 1,
+	    "free(p); freezero(p, 32) of a 32-byte chunk"),
+	ABORT("freezero_region_double", "", "freezero", R_DOUBLE, 1,
+	    "free(p); freezero(p, 65536) of a 64 KiB region"),
 	ABORT("remote_free_sized_double", "", "free_sized", R_DOUBLE, 1,
 	    "free(p); free_sized(p, 32) of another pool's 32-byte chunk"),
 	ABORT("remote_free_sized_double", "F", "free_sized", R_DOUBLE, 1,
