@@ -181,6 +181,33 @@ realloc_freed_chunk(size_t newsz)
 
 static int realloc_after_free(void) { return realloc_freed_chunk(64); }
 
+/* The same with a 64 KiB region, grown. */
+static int
+realloc_region_after_free(void)
+{
+	char *p = malloc(65536);
+
+	report_ptr(p);
+	free(p);
+	p = realloc(launder(p), 131072);
+	free(p);
+	return survived();
+}
+
+/* malloc_usable_size of a 32-byte chunk that was just freed. */
+static int
+usable_after_free(void)
+{
+	char *p = malloc(32);
+	volatile size_t n;
+
+	report_ptr(p);
+	free(p);
+	n = malloc_usable_size(launder(p));
+	(void)n;
+	return survived();
+}
+
 /* A size of the chunk's own class, which realloc would otherwise settle
  * in place. */
 static int
@@ -963,6 +990,8 @@ static const struct {
 	A(region_double_free),
 	A(realloc_after_free),
 	A(realloc_after_free_same_class),
+	A(realloc_region_after_free),
+	A(usable_after_free),
 	A(remote_double_free),
 	A(remote_realloc_after_free),
 	A(remote_chunk_plus8),
