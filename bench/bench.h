@@ -52,8 +52,8 @@ bench_usage(FILE *f, const char *name, const char *what,
 		switch (a->type) {
 		case ARG_LONG:
 		case ARG_SIZE:
-			fprintf(f, "  %-12s %s (default %ld)\n", a->key, a->help,
-			    *(long *)a->value);
+			fprintf(f, "  %-12s %s (default %ld)\n", a->key,
+			    a->help, *(long *)a->value);
 			break;
 		case ARG_DOUBLE:
 			fprintf(f, "  %-12s %s (default %g)\n", a->key, a->help,

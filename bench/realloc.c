@@ -38,7 +38,8 @@ main(int argc, char **argv)
 		long sz;
 
 		for (sz = step; sz <= max; sz += step) {
-			/* The old address as a number: p is freed if it moves. */
+			/* The old address as a number: p is freed if it
+			 * moves. */
 			uintptr_t old = (uintptr_t)p;
 
 			q = check_alloc(realloc(p, (size_t)sz), (size_t)sz);

@@ -1264,7 +1264,8 @@ find_longer(struct dir_info *d, unsigned int k, size_t npages, int longest,
 		if (n == 0)
 			continue;
 		i = (unsigned int)((om_rbyte(&d->rng) * n) >> 8);
-		for (unsigned int t = 0; t < n; t++, i = i + 1 < n ? i + 1 : 0) {
+		for (unsigned int t = 0; t < n;
+		    t++, i = i + 1 < n ? i + 1 : 0) {
 			const struct om_cache_entry *e = slot(d, j, i);
 
 			if (e->npages <= npages || e->guarded)

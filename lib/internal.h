@@ -238,8 +238,9 @@ om_cpu(void)
 {
 #if OM_HAVE_RSEQ
 	if (__rseq_size != 0)
-		return *(volatile int32_t *)((char *)__builtin_thread_pointer() +
-		    __rseq_offset + offsetof(struct rseq, cpu_id));
+		return *(volatile int32_t *)
+		    ((char *)__builtin_thread_pointer() + __rseq_offset +
+		    offsetof(struct rseq, cpu_id));
 #endif
 	return -1;
 }

@@ -18,7 +18,9 @@ main()
 	std::vector<std::unique_ptr<Wide>> w;
 	for (int i = 0; i < 200; i++) {
 		w.emplace_back(new Wide());
-		if (reinterpret_cast<std::uintptr_t>(w.back().get()) % 256 != 0) {
+		std::uintptr_t a =
+		    reinterpret_cast<std::uintptr_t>(w.back().get());
+		if (a % 256 != 0) {
 			std::fprintf(stderr, "aligned new misaligned\n");
 			return 1;
 		}

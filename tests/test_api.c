@@ -214,7 +214,8 @@ START_TEST(realloc_keeps_contents)
 			p = realloc(p, sizes[j]);
 			ck_assert_ptr_nonnull(p);
 			ck_assert_uint_eq((uintptr_t)p % 16, 0);
-			ck_assert(check_fill(p, keep, (unsigned int)(i * 7 + j)));
+			ck_assert(check_fill(p, keep,
+			    (unsigned int)(i * 7 + j)));
 			ck_assert_uint_ge(malloc_usable_size(p), sizes[j]);
 			free(p);
 		}

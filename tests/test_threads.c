@@ -68,7 +68,8 @@ worker(void *arg)
 			pthread_cond_wait(&in->cv, &in->mtx);
 		unsigned int from = (t + NTHREADS - 1) % NTHREADS;
 		for (i = 0; i < PER_ROUND; i++) {
-			unsigned char want = (unsigned char)(from * 16 + i % 16);
+			unsigned char want =
+			    (unsigned char)(from * 16 + i % 16);
 			for (size_t k = 0; k < in->len[i]; k += 61)
 				if (in->blk[i][k] != want)
 					__atomic_fetch_add(&bad, 1,

@@ -817,7 +817,8 @@ omfuzz_reset(void)
 	for (int i = 0; i < NSLOTS; i++)
 		release(i);
 	if (live_bytes != 0)
-		fail("live byte count %zu after freeing everything", live_bytes);
+		fail("live byte count %zu after freeing everything",
+		    live_bytes);
 }
 
 size_t
@@ -860,8 +861,8 @@ omfuzz_run(const uint8_t *data, size_t len)
 			x = extra(&d, end);
 		nops++;
 		if (trace)
-			fprintf(stderr, "op %llu: %s variant %u slot %d (%p, %zu) "
-					"size %zu x %u\n",
+			fprintf(stderr, "op %llu: %s variant %u slot %d "
+			    "(%p, %zu) size %zu x %u\n",
 			    nops, op_names[op], variant, idx,
 			    (void *)slots[idx].p, slots[idx].size, size, x);
 		switch (op) {

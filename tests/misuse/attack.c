@@ -719,7 +719,11 @@ recalloc_wrong(size_t n, size_t claim, size_t grow, size_t elem)
 /* 100 bytes allocated, 200 claimed. */
 static int recalloc_chunk_big(void) { return recalloc_wrong(10, 20, 30, 10); }
 /* 10000 bytes allocated, 1000 claimed. */
-static int recalloc_region_small(void) { return recalloc_wrong(100, 10, 200, 100); }
+static int
+recalloc_region_small(void)
+{
+	return recalloc_wrong(100, 10, 200, 100);
+}
 /* 100 allocated, 90 claimed: fits the slot, so only C can tell. */
 static int recalloc_chunk_C(void) { return recalloc_wrong(10, 9, 20, 10); }
 
@@ -950,7 +954,8 @@ conceal_one(size_t size)
 
 	errno = 0;
 	if (calloc_conceal(SIZE_MAX / 4, 8) != NULL || errno != ENOMEM)
-		return failed("calloc_conceal overflow not refused with ENOMEM");
+		return failed("calloc_conceal overflow not refused with "
+		    "ENOMEM");
 	return 0;
 }
 #endif

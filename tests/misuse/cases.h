@@ -93,7 +93,8 @@ static const struct misuse_case misuse_cases[] = {
 	ABORT("medium_plus16", "", "free", "bogus", 1,
 	    "free(p + 16), p a 3000-byte block (shifted to its page end)"),
 	ABORT("medium_stale_after_realloc", "", "free", "bogus", 1,
-	    "free(p) after realloc(p, 3100) moved a 3000-byte block in its page"),
+	    "free(p) after realloc(p, 3100) moved a 3000-byte block in its "
+	    "page"),
 	ABORT("realloc_region_interior", "", "realloc", "bogus", 1,
 	    "realloc(p + 4096, 10), p a 64 KiB region"),
 	ABORT("realloc_region_plus16", "", "realloc", "bogus", 1,
@@ -198,9 +199,10 @@ static const struct misuse_case misuse_cases[] = {
 	    "the same, the timer started before the first allocation"),
 
 	/* Conceal blocks work like ordinary ones. */
-	EXIT0("conceal", "", "malloc_conceal / calloc_conceal / realloc / free"),
-	EXIT0("conceal", "S", "malloc_conceal / calloc_conceal / realloc / free"),
-	EXIT0("conceal", "J", "malloc_conceal / calloc_conceal / realloc / free"),
+#define CONCEAL_WHAT "malloc_conceal / calloc_conceal / realloc / free"
+	EXIT0("conceal", "", CONCEAL_WHAT),
+	EXIT0("conceal", "S", CONCEAL_WHAT),
+	EXIT0("conceal", "J", CONCEAL_WHAT),
 };
 
 #define MISUSE_NCASES (sizeof(misuse_cases) / sizeof(misuse_cases[0]))

@@ -88,7 +88,8 @@ main(int argc, char **argv)
 			failures++;
 		}
 		if (gl != NULL) {
-			/* One glibc run per attack: options mean nothing there. */
+			/* One glibc run per attack: options mean nothing
+			 * there. */
 			if (strcmp(c->attack, last_attack) != 0) {
 				if (misuse_run(gl, c->attack, NULL, TIMEOUT_MS,
 				    r) != 0) {

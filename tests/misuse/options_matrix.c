@@ -355,7 +355,8 @@ START_TEST(calloc_zeroes)
 	for (int round = 0; round < 4; round++) {
 		for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
 			size_t n = sizes[k];
-			/* Dirty memory of this size first, so calloc reuses it. */
+			/* Dirty memory of this size first, so calloc reuses
+			 * it. */
 			for (int d = 0; d < 8; d++) {
 				unsigned char *p = malloc(n);
 				ck_assert_ptr_nonnull(p);

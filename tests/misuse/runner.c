@@ -106,7 +106,9 @@ misuse_run(const char *driver, const char *attack, const char *opts,
 	int open_out = 1, open_err = 1;
 	long deadline = now_ms() + timeout_ms;
 	while (open_out || open_err) {
-		struct pollfd pf[2] = {{out[0], POLLIN, 0}, {err[0], POLLIN, 0}};
+		struct pollfd pf[2] = {
+			{out[0], POLLIN, 0}, {err[0], POLLIN, 0}
+		};
 		long left = deadline - now_ms();
 		if (left <= 0) {
 			r->timed_out = 1;
@@ -123,9 +125,11 @@ misuse_run(const char *driver, const char *attack, const char *opts,
 		if (n <= 0)
 			continue;
 		if (pf[0].revents)
-			open_out = drain(out[0], r->out, sizeof(r->out), &outlen);
+			open_out = drain(out[0], r->out, sizeof(r->out),
+			    &outlen);
 		if (pf[1].revents)
-			open_err = drain(err[0], r->err, sizeof(r->err), &errlen);
+			open_err = drain(err[0], r->err, sizeof(r->err),
+			    &errlen);
 	}
 	close(out[0]);
 	close(err[0]);
@@ -270,8 +274,8 @@ misuse_judge(const struct misuse_case *c, const char *driver,
 			return 0;
 		}
 		if (!misuse_names_ptr(fl.reason, r->ptr)) {
-			snprintf(why, whylen, "message does not name %#" PRIxPTR,
-			    r->ptr);
+			snprintf(why, whylen,
+			    "message does not name %#" PRIxPTR, r->ptr);
 			return 0;
 		}
 	}

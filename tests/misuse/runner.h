@@ -21,7 +21,7 @@ struct misuse_case {
 	enum expect expect;
 	const char *func;	/* ERE for <function>, anchored at both ends */
 	const char *reason;	/* ERE searched in <reason> */
-	int check_ptr;		/* the message must name the announced pointer */
+	int check_ptr;		/* the message must name the pointer */
 	int informational;	/* only in the table, never a test */
 	const char *what;	/* one line for the table */
 };

@@ -168,9 +168,10 @@ START_TEST(some_mappings_fail)
 				q = realloc(b[i].p, size + 1);
 				if (q == NULL) {
 					failing_calls++;
-					NOTE(errno == ENOMEM, "realloc errno %d",
-					    errno);
-					continue; /* the old block is checked later */
+					NOTE(errno == ENOMEM,
+					    "realloc errno %d", errno);
+					/* the old block is checked later */
+					continue;
 				}
 				succeeded_calls++;
 				NOTE(memcmp(q, snapshot, keep) == 0,

@@ -104,7 +104,8 @@ stdio_worker(void *arg)
 	return NULL;
 }
 
-/* What a child does: allocate every kind of block, use stdio, maybe a thread. */
+/* What a child does: allocate every kind of block, use stdio, maybe a
+ * thread. */
 static void *
 child_thread(void *arg)
 {
@@ -117,7 +118,9 @@ child_thread(void *arg)
 static int
 child_work(int n)
 {
-	static const size_t sizes[] = {0, 1, 16, 100, 2048, 4096, 10000, 1 << 20};
+	static const size_t sizes[] = {
+		0, 1, 16, 100, 2048, 4096, 10000, 1 << 20
+	};
 	void *p[8];
 	pthread_t t;
 	void *r;

@@ -144,8 +144,8 @@ exhaust(struct held *list, size_t size, size_t max, size_t *count)
 		p = malloc(size);
 		if (p == NULL) {
 			failing_calls++;
-			NOTE(errno == ENOMEM, "malloc(%zu) failed with errno %d",
-			    size, errno);
+			NOTE(errno == ENOMEM,
+			    "malloc(%zu) failed with errno %d", size, errno);
 			return list;
 		}
 		NOTE(errno == 0, "malloc(%zu) succeeded but set errno %d",

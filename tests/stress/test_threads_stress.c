@@ -136,15 +136,16 @@ worker(void *arg)
 			break;
 		case 4:
 			free_block(b, "free");
-			new_block(b, aligned_alloc((size_t)64 << (op & 3), size),
-			    size);
+			new_block(b,
+			    aligned_alloc((size_t)64 << (op & 3), size), size);
 			break;
 		case 5:
 		case 6:
 			if (b->p == NULL)
 				break;
 			check_block(b, "realloc");
-			size = size ? size : 1; /* realloc(p, 0) is the fuzzer's */
+			/* realloc(p, 0) is the fuzzer's */
+			size = size ? size : 1;
 			q = realloc(b->p, size);
 			ST_REQUIRE(q != NULL, "realloc(%zu) failed", size);
 			b->p = q;

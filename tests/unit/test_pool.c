@@ -979,9 +979,10 @@ drawn_alike(const struct child *a, const struct child *b)
 	/* Every pool's key: not the parent's, and not the same in both. */
 	for (i = 0; i <= mopts.npools; i++) {
 		snprintf(key, sizeof(key), "%08x\n", om_pool_at(i)->rng.key[0]);
-		if (strstr(a->out, key) != NULL || strstr(b->out, key) != NULL) {
-			snprintf(why, sizeof(why), "pool %u keyed as the parent",
-			    i);
+		if (strstr(a->out, key) != NULL ||
+		    strstr(b->out, key) != NULL) {
+			snprintf(why, sizeof(why),
+			    "pool %u keyed as the parent", i);
 			return why;
 		}
 	}
