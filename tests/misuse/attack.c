@@ -165,12 +165,12 @@ region_double_free(void)
 	return survived();
 }
 
-/* realloc of a 32-byte chunk that was just freed: a double free by
- * another name. */
+/* realloc to newsz of a block of size bytes that was just freed: a
+ * double free by another name. */
 static int
-realloc_freed_chunk(size_t newsz)
+realloc_freed(size_t size, size_t newsz)
 {
-	char *p = malloc(32);
+	char *p = malloc(size);
 
 	report_ptr(p);
 	free(p);
@@ -179,19 +179,13 @@ realloc_freed_chunk(size_t newsz)
 	return survived();
 }
 
-static int realloc_after_free(void) { return realloc_freed_chunk(64); }
+static int realloc_after_free(void) { return realloc_freed(32, 64); }
 
 /* The same with a 64 KiB region, grown. */
 static int
 realloc_region_after_free(void)
 {
-	char *p = malloc(65536);
-
-	report_ptr(p);
-	free(p);
-	p = realloc(launder(p), 131072);
-	free(p);
-	return survived();
+	return realloc_freed(65536, 131072);
 }
 
 /* malloc_usable_size of a 32-byte chunk that was just freed. */
@@ -199,12 +193,10 @@ static int
 usable_after_free(void)
 {
 	char *p = malloc(32);
-	volatile size_t n;
 
 	report_ptr(p);
 	free(p);
-	n = malloc_usable_size(launder(p));
-	(void)n;
+	(void)launder_size(malloc_usable_size(launder(p)));
 	return survived();
 }
 
@@ -213,7 +205,7 @@ usable_after_free(void)
 static int
 realloc_after_free_same_class(void)
 {
-	return realloc_freed_chunk(20);
+	return realloc_freed(32, 20);
 }
 
 /*
