@@ -425,7 +425,9 @@ grow_guarded(struct dir_info *d, char *page, size_t oldlen, size_t newlen)
  * a page of its own.  The pointer changes, but no page is taken or given
  * back and the copy stays within one page: a buffer grown a few bytes at
  * a time through these sizes took a new page at every step.  The key
- * changes in its offset bits only, which the hash does not read.
+ * changes in its offset bits only, which the hash does not read.  What
+ * moves is every byte the program may have written, malloc_usable_size's
+ * (the block up to the page's end), not only the size it asked for.
  */
 static void *
 move_in_page(struct dir_info *d, struct region_info *r, size_t newsz)
@@ -433,13 +435,14 @@ move_in_page(struct dir_info *d, struct region_info *r, size_t newsz)
 	char *page = (char *)OM_REGION_PAGE(r);
 	char *p = page + OM_REGION_OFFSET(r);
 	char *q = page + shift_of(newsz, OM_MINSIZE);
+	size_t old = om_region_usable(r);
 
 	if (mopts.opt.chunk_canaries)
 		check_canary(d, r);
 	d->cheap_realloc_tries++;
-	memmove(q, p, newsz < r->size ? newsz : r->size);
-	if (d->junk >= 2 && newsz > r->size)
-		memset(q + r->size, OM_JUNK_NEW, newsz - r->size);
+	memmove(q, p, newsz < old ? newsz : old);
+	if (d->junk >= 2 && newsz > old)
+		memset(q + old, OM_JUNK_NEW, newsz - old);
 	r->p = (uintptr_t)q;
 	r->size = newsz;
 	if (mopts.opt.chunk_canaries)
@@ -506,6 +509,9 @@ resize(struct dir_info *d, struct region_info *r, void *p, size_t newsz)
 		d->inuse -= oldlen - newlen;
 		d->cheap_reallocs++;
 	} else if (newlen > oldlen) {
+		/* Junk (J) goes after the bytes the block had to offer. */
+		size_t old = om_region_usable(r);
+
 		if (mopts.guard && oldlen < REALLOC_INPLACE_MIN)
 			return NULL;
 		d->cheap_realloc_tries++;
@@ -534,9 +540,8 @@ resize(struct dir_info *d, struct region_info *r, void *p, size_t newsz)
 		}
 		d->inuse += newlen - oldlen;
 		d->cheap_reallocs++;
-		if (d->junk >= 2)
-			memset(page + off + r->size, OM_JUNK_NEW,
-			    newsz - r->size);
+		if (d->junk >= 2 && newsz > old)
+			memset(page + off + old, OM_JUNK_NEW, newsz - old);
 	}
 	r->size = newsz;
 	if (mopts.opt.chunk_canaries)

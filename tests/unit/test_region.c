@@ -324,10 +324,13 @@ START_TEST(realloc_within_page)
 	struct dir_info *d = unit_pool();
 	unsigned char *p = om_region_alloc(d, 2064, 0, 0, NULL), *q;
 	uintptr_t page = (uintptr_t)p & ~(uintptr_t)OM_PAGE_MASK, end;
-	size_t old = 2064, cheap = d->cheap_reallocs, runs, keep, k, i;
+	size_t old, cheap = d->cheap_reallocs, runs, keep, k, i;
 	struct region_info *r;
 
 	ck_assert_ptr_nonnull(p);
+	/* Every byte the block offers is the program's (its usable size,
+	 * past the size asked for), and moves with it. */
+	old = om_region_usable(om_region_find(d, p));
 	for (i = 0; i < old; i++)
 		p[i] = (unsigned char)i;
 	for (k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
@@ -357,10 +360,10 @@ START_TEST(realloc_within_page)
 		    (uintptr_t)q & OM_PAGE_MASK);
 		ck_assert_uint_eq(d->cheap_reallocs, cheap + k + 1);
 		ck_assert_uint_eq(d->cache_used, runs);
-		for (i = keep; i < sz; i++)
+		for (i = keep; i < om_region_usable(r); i++)
 			q[i] = (unsigned char)i;
 		p = q;
-		old = sz;
+		old = om_region_usable(r);
 	}
 	/* Under C, its canary is checked here. */
 	om_region_free(d, om_region_find(d, p), p, 0, 0);
@@ -413,6 +416,42 @@ START_TEST(api_realloc_within_page)
 			    mopts.canary_byte : 0);
 	}
 	free(q);
+}
+END_TEST
+
+/*
+ * realloc keeps every byte malloc_usable_size offered, not only those
+ * asked for: a program may write them all, as Redis's listpacks do.
+ * Sizes that are not multiples of 16, from chunks through blocks shifted
+ * to their page's end (which move within it) to page runs (which grow in
+ * place, junked after what they had under J), grown by a byte, a little
+ * and a lot.
+ */
+START_TEST(api_realloc_keeps_usable)
+{
+	static const size_t sizes[] = { 100, 1000, 2049, 2050, 3001, 4079,
+	    5000, 65001, 70001 };
+	unsigned char *p, *q;
+	unsigned int k, g;
+	size_t i, u, to;
+
+	for (k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++)
+		for (g = 0; g < 3; g++) {
+			ck_assert_ptr_nonnull(p = malloc(sizes[k]));
+			u = malloc_usable_size(p);
+			ck_assert_uint_ge(u, sizes[k]);
+			for (i = 0; i < u; i++)
+				p[i] = (unsigned char)(i * 7 + 1);
+			to = g == 0 ? u + 1 : g == 1 ? u + 100 :
+			    2 * u + OM_PAGE_SIZE;
+			ck_assert_ptr_nonnull(q = realloc(p, to));
+			for (i = 0; i < u; i++)
+				if (q[i] != (unsigned char)(i * 7 + 1))
+					break;
+			ck_assert_msg(i == u, "%zu bytes, %zu usable, to %zu: "
+			    "byte %zu lost", sizes[k], u, to, i);
+			free(q);
+		}
 }
 END_TEST
 
@@ -1094,6 +1133,7 @@ main(void)
 	tcase_add_test(t, api_shifted_medium);
 	tcase_add_test(t, realloc_within_page);
 	tcase_add_test(t, api_realloc_within_page);
+	tcase_add_test(t, api_realloc_keeps_usable);
 	tcase_add_test(t, alignments);
 	tcase_add_test(t, aligned_reuse);
 	tcase_add_test(t, api_alignments);
