@@ -11,9 +11,11 @@
  * other pools.  Each one runs against the process's heap while
  * a shadow model keeps every live block's pointer, requested size,
  * alignment and fill id.  Every block is filled with a pattern derived from
- * its id, so a block that another allocation or the allocator's own
- * metadata overwrote is found on the next check; every free and realloc
- * checks the whole block first.  Any mismatch, overlap of two live blocks,
+ * its id, all of its usable size (malloc_usable_size's bytes are the
+ * program's to write, and a realloc must keep them up to the new size),
+ * so a block that another allocation or the allocator's own metadata
+ * overwrote is found on the next check; every free and realloc checks the
+ * whole block first.  Any mismatch, overlap of two live blocks,
  * misalignment, short usable size, unexpected NULL, wrong errno or errno
  * changed by a successful call aborts, which is a crash for libFuzzer and
  * AFL alike.
@@ -84,6 +86,7 @@ enum {
 struct slot {
 	unsigned char *p;
 	size_t size;	/* requested size */
+	size_t usable;	/* malloc_usable_size: the bytes filled and checked */
 	size_t align;	/* alignment asked for (16 at least) */
 	uint32_t id;	/* fill pattern id */
 };
@@ -287,7 +290,7 @@ check_new(int idx, const unsigned char *p, size_t size, size_t align,
 
 		if (i == idx || o->p == NULL)
 			continue;
-		bend = b + (o->size ? o->size : 1);
+		bend = b + (o->usable ? o->usable : 1);
 		if (a < bend && b < aend)
 			fail("%s(%zu): [%p, +%zu) overlaps live block %p size "
 			     "%zu",
@@ -304,6 +307,7 @@ take(int idx, void *p, size_t size, size_t align, const char *what)
 	check_new(idx, p, size, align, what);
 	s->p = p;
 	s->size = size;
+	s->usable = malloc_usable_size(p);
 	s->align = align;
 	s->id = ++next_id;
 	live_bytes += size;
@@ -315,6 +319,7 @@ drop(struct slot *s)
 	live_bytes -= s->size;
 	s->p = NULL;
 	s->size = 0;
+	s->usable = 0;
 }
 
 static void
@@ -324,7 +329,7 @@ release(int idx)
 
 	if (s->p == NULL)
 		return;
-	verify(s, s->p, 0, s->size, "free");
+	verify(s, s->p, 0, s->usable, "free");
 	errno = ERRNO_MARK;
 	free(s->p);
 	check_errno("free");
@@ -348,7 +353,7 @@ release_sized(int idx)
 {
 	struct slot *s = &slots[idx];
 
-	verify(s, s->p, 0, s->size, "free_sized");
+	verify(s, s->p, 0, s->usable, "free_sized");
 	free_by_size(s->p, s->size, s->align);
 	drop(s);
 }
@@ -437,7 +442,7 @@ release_elsewhere(int idx, int sized)
 		release(idx);
 		return;
 	}
-	verify(s, s->p, 0, s->size, "free by another thread");
+	verify(s, s->p, 0, s->usable, "free by another thread");
 	helper.p = s->p;
 	helper.size = s->size;
 	helper.align = s->align;
@@ -479,20 +484,21 @@ decode_size(unsigned cls, unsigned v)
 	}
 }
 
-/* realloc-like call on slot idx that succeeded with q and size newsz. */
+/* realloc-like call on slot idx that succeeded with q and size newsz;
+ * the first keep bytes of the block must have come along. */
 static void
-moved(int idx, unsigned char *q, size_t newsz, size_t oldsz, const char *what)
+moved(int idx, unsigned char *q, size_t newsz, size_t keep, const char *what)
 {
 	struct slot *s = &slots[idx];
-	size_t keep = oldsz < newsz ? oldsz : newsz;
 
 	s->p = NULL;	/* the old block is gone: exclude it from overlaps */
 	check_new(idx, q, newsz, 16, what);
 	verify(s, q, 0, keep, what);
+	live_bytes = live_bytes - s->size + newsz;
 	s->p = q;
 	s->size = newsz;
+	s->usable = malloc_usable_size(q);
 	s->align = 16;
-	live_bytes = live_bytes - oldsz + newsz;
 }
 
 static void op_other(unsigned op, unsigned variant, int idx, size_t size,
@@ -586,14 +592,14 @@ op_alloc(unsigned op, unsigned variant, int idx, size_t size, unsigned x)
 	default:
 		return;
 	}
-	fill(s, 0, s->size);
+	fill(s, 0, s->usable);
 }
 
 static void
 op_resize(unsigned op, unsigned variant, int idx, size_t size, unsigned x)
 {
 	struct slot *s = &slots[idx];
-	size_t oldsz = s->size, e, n, newsz;
+	size_t oldsz = s->size, e, n, newsz, keep;
 	unsigned char *q;
 
 	if (s->p == NULL) {
@@ -610,10 +616,13 @@ op_resize(unsigned op, unsigned variant, int idx, size_t size, unsigned x)
 			take(idx, q, size, 16, "realloc(NULL)");
 		}
 		check_errno("realloc(NULL)");
-		fill(s, 0, size);
+		fill(s, 0, s->usable);
 		return;
 	}
-	verify(s, s->p, 0, oldsz, "before realloc");
+	verify(s, s->p, 0, s->usable, "before realloc");
+	/* realloc keeps every byte the block offered (its usable size, which
+	 * the program may have written), up to the new size. */
+	keep = s->usable < size ? s->usable : size;
 #ifndef OMFUZZ_OMALLOC
 	if (size == 0 && op != OP_RECALLOCARRAY) {
 		/* glibc's realloc(p, 0) frees p and returns NULL */
@@ -627,14 +636,14 @@ op_resize(unsigned op, unsigned variant, int idx, size_t size, unsigned x)
 	switch (op) {
 	case OP_REALLOC:
 		q = realloc(s->p, size);
-		moved(idx, q, size, oldsz, "realloc");
+		moved(idx, q, size, keep, "realloc");
 		break;
 	case OP_REALLOCARRAY:
 		n = (x % 8) + 1;
 		if (size % n != 0)
 			n = 1;
 		q = reallocarray(s->p, n, size / n);
-		moved(idx, q, size, oldsz, "reallocarray");
+		moved(idx, q, size, keep, "reallocarray");
 		break;
 	case OP_RECALLOCARRAY:
 		/* an element size that divides both the old and the new size */
@@ -644,7 +653,9 @@ op_resize(unsigned op, unsigned variant, int idx, size_t size, unsigned x)
 		n = size / e;
 		newsz = n * e;
 		q = recallocarray(s->p, oldsz / e, n, e);
-		moved(idx, q, newsz, oldsz, "recallocarray");
+		/* Only the old size it is told of. */
+		keep = oldsz < newsz ? oldsz : newsz;
+		moved(idx, q, newsz, keep, "recallocarray");
 		if (newsz > oldsz)
 			verify_zero(q, oldsz, newsz, "recallocarray growth");
 		break;
@@ -653,7 +664,7 @@ op_resize(unsigned op, unsigned variant, int idx, size_t size, unsigned x)
 	}
 	(void)variant;
 	check_errno("realloc");
-	fill(s, oldsz < s->size ? oldsz : s->size, s->size);
+	fill(s, keep, s->usable);
 }
 
 /* Calls that must fail with ENOMEM or EINVAL and leave the heap alone. */
@@ -706,7 +717,7 @@ op_fail(unsigned variant, int idx, unsigned x)
 			    "reallocarray(NULL) overflow");
 			break;
 		}
-		verify(s, s->p, 0, s->size, "before failing realloc");
+		verify(s, s->p, 0, s->usable, "before failing realloc");
 		errno = 0;
 		if (x % 4 == 0)
 			p = realloc(s->p, big);
@@ -717,7 +728,7 @@ op_fail(unsigned variant, int idx, unsigned x)
 		else
 			p = realloc(s->p, opaque(SIZE_MAX - 15));
 		expect_enomem(p, "failing realloc");
-		verify(s, s->p, 0, s->size, "after failing realloc");
+		verify(s, s->p, 0, s->usable, "after failing realloc");
 		break;
 	}
 }
@@ -747,7 +758,7 @@ op_other(unsigned op, unsigned variant, int idx, size_t size, unsigned x)
 			freezero(NULL, size);
 			break;
 		}
-		verify(s, s->p, 0, s->size, "freezero");
+		verify(s, s->p, 0, s->usable, "freezero");
 		/* all of it, or a prefix */
 		n = (variant & 1) && s->size ? size % (s->size + 1) : s->size;
 		errno = ERRNO_MARK;
@@ -762,10 +773,10 @@ op_other(unsigned op, unsigned variant, int idx, size_t size, unsigned x)
 			break;
 		}
 		usable = malloc_usable_size(s->p);
-		if (usable < s->size)
-			fail("malloc_usable_size(%p) = %zu < %zu", (void *)s->p,
-			    usable, s->size);
-		verify(s, s->p, 0, s->size, "usable");
+		if (usable != s->usable)
+			fail("malloc_usable_size(%p) = %zu, was %zu",
+			    (void *)s->p, usable, s->usable);
+		verify(s, s->p, 0, s->usable, "usable");
 		break;
 	case OP_CHECK:
 		/* all live blocks, or one */
@@ -773,19 +784,19 @@ op_other(unsigned op, unsigned variant, int idx, size_t size, unsigned x)
 			for (int i = 0; i < NSLOTS; i++)
 				if (slots[i].p != NULL)
 					verify(&slots[i], slots[i].p, 0,
-					    slots[i].size, "check");
+					    slots[i].usable, "check");
 		} else if (s->p != NULL)
-			verify(s, s->p, 0, s->size, "check");
+			verify(s, s->p, 0, s->usable, "check");
 		break;
 	case OP_REALLOC0:
 		if (s->p == NULL)
 			break;
-		verify(s, s->p, 0, s->size, "realloc(p, 0)");
+		verify(s, s->p, 0, s->usable, "realloc(p, 0)");
 		errno = ERRNO_MARK;
 		q = realloc(s->p, 0);
 #ifdef OMFUZZ_OMALLOC
 		/* omalloc: frees p and returns a zero-size object */
-		moved(idx, q, 0, s->size, "realloc(p, 0)");
+		moved(idx, q, 0, 0, "realloc(p, 0)");
 		check_errno("realloc(p, 0)");
 #else
 		/* glibc frees p and returns NULL */
@@ -801,7 +812,7 @@ op_other(unsigned op, unsigned variant, int idx, size_t size, unsigned x)
 			q = reallocarray(NULL, 1, size);
 			take(idx, q, size, 16, "reallocarray(NULL)");
 			check_errno("reallocarray(NULL)");
-			fill(s, 0, size);
+			fill(s, 0, s->usable);
 		}
 		break;
 	case OP_FAIL:
