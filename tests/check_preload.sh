@@ -77,6 +77,7 @@ redis_run() {
 		if [ $i -gt 100 ] || ! kill -0 $pid 2>/dev/null; then
 			echo "FAIL: $name did not start" >&2
 			cat "$tmp/redis.log" >&2
+			kill $pid 2>/dev/null || true
 			exit 1
 		fi
 		sleep 0.1
