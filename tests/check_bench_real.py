@@ -47,11 +47,13 @@ def main():
     if bad.returncode != 2 or "unknown program" not in bad.stderr:
         sys.exit("bad argument not refused: %d %r" % (bad.returncode,
                                                        bad.stderr))
-    # One omalloc column per MALLOC_OPTIONS value, only the allocators
-    # asked for.
+    # One omalloc column per MALLOC_OPTIONS value, one per --against
+    # library, only the allocators asked for.
+    lib = os.path.join(build, "lib", "libomalloc.so")
     res = subprocess.run([sys.executable, real, "--reps", "1",
                           "--programs", "sort", "--build", build,
-                          "--allocators", "glibc,omalloc", "--options=,S"],
+                          "--allocators", "glibc,omalloc", "--options=,S",
+                          "--against", "again=" + lib],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                          universal_newlines=True, timeout=300)
     if res.returncode != 0:
@@ -59,8 +61,11 @@ def main():
                                                            res.stderr))
     rows = [l for l in res.stdout.splitlines() if l.startswith("|")]
     head = [c.strip() for c in rows[0].strip("|").split("|")]
-    if head != ["program", "omalloc", "omalloc:S", "glibc"]:
+    if head != ["program", "omalloc", "omalloc:S", "again", "glibc"]:
         sys.exit("unexpected header with --options: %r" % rows[0])
+    cells = [c.strip() for c in rows[2].strip("|").split("|")][1:]
+    if len(cells) != 4 or not all(cell.match(c) for c in cells):
+        sys.exit("malformed row with --against: %r" % rows[2])
     # Each column's value reaches the program, and only omalloc's runs
     # get one (a MALLOC_OPTIONS of the caller's is not passed on).
     loader = importlib.machinery.SourceFileLoader("bench_real", real)
@@ -114,7 +119,11 @@ def main():
                 mod.output_digest(["cat"], out) == before:
             sys.exit("output_digest does not cover the -o file")
     for bad_args, what in ((["--allocators", "nosuch"], "unknown allocator"),
-                           (["--options", "S1"], "bad MALLOC_OPTIONS")):
+                           (["--options", "S1"], "bad MALLOC_OPTIONS"),
+                           (["--against", lib], "expected NAME=LIB"),
+                           (["--against", "glibc=" + lib], "already a column"),
+                           (["--against", "x=" + lib + ".none"],
+                            "no such file")):
         bad = subprocess.run([sys.executable, real, "--build", build] +
                              bad_args, stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, universal_newlines=True)
