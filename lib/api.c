@@ -359,6 +359,20 @@ prefetch_junk(const void *p, unsigned int hint)
 	}
 }
 
+/* d, locked, if p is d's, else the search's answer, for the caller's
+ * pool own. */
+OM_INLINE struct dir_info *
+lookup_in(struct dir_info *d, unsigned int own, const void *p,
+    const char *func, struct region_info **rp)
+{
+	lock(d);
+	d->func = func;
+	if (OM_LIKELY((*rp = om_region_lookup(d, p)) != NULL))
+		return found(own, d);
+	unlock(d);
+	return findpool_slow(own, p, func, rp);
+}
+
 OM_INLINE struct dir_info *
 findpool(struct dir_info *own, unsigned int hint, const void *p,
     const char *func, struct region_info **rp)
@@ -376,12 +390,7 @@ findpool(struct dir_info *own, unsigned int hint, const void *p,
 		if (om_pool_used(j))
 			d = om_pool_at(j);
 	}
-	lock(d);
-	d->func = func;
-	if (OM_LIKELY((*rp = om_region_lookup(d, p)) != NULL))
-		return found(own->index, d);
-	unlock(d);
-	return findpool_slow(own->index, p, func, rp);
+	return lookup_in(d, own->index, p, func, rp);
 }
 
 /*
@@ -802,6 +811,19 @@ calloc(size_t n, size_t sz)
 	return omalloc(total, 1, CALLER(), "calloc");
 }
 
+/* free's p when its owner hint names another pool, or none, and p may
+ * not be queued. */
+static OM_NOINLINE void
+free_other(struct dir_info *own, unsigned int hint, void *p)
+{
+	struct dir_info *d;
+	struct region_info *r;
+
+	d = findpool(own, hint, p, "free", &r);
+	release(d, r, p, 0, 0);
+	unlock_freed(d);
+}
+
 OM_EXPORT void
 free(void *p)
 {
@@ -831,11 +853,14 @@ free(void *p)
 		d = find_unopened("free", p, &r);
 	else {
 		hint = om_region_owner_hint(p);
-		if (queues(own, hint, p)) {
-			queue(own, hint, p, OM_RQ_FREE);
+		if (OM_UNLIKELY((hint & OM_HINT_POOL) - 1 != own->index)) {
+			if (queues(own, hint, p))
+				queue(own, hint, p, OM_RQ_FREE);
+			else
+				free_other(own, hint, p);
 			return;
 		}
-		d = findpool(own, hint, p, "free", &r);
+		d = lookup_in(own, own->index, p, "free", &r);
 	}
 	release(d, r, p, 0, 0);
 	unlock_freed(d);
