@@ -4,7 +4,7 @@
  * function calls malloc from a single call site, so each must show as one
  * leak line with the exact totals 13000/13 and 21000/7.  The calls are in
  * functions of their own, not in the loops that make them: -fprofile-use
- * (scripts/build-pgo) turns on -funroll-loops, for files without a profile
+ * (Meson's b_pgo=use) turns on -funroll-loops, for files without a profile
  * too, and an unrolled loop makes one call site of the source several in
  * the program.  The blocks are kept in a global array so that the compiler
  * cannot drop the calls.
