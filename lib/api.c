@@ -811,17 +811,13 @@ calloc(size_t n, size_t sz)
 	return omalloc(total, 1, CALLER(), "calloc");
 }
 
-/* free's p when its owner hint names another pool, or none, and p may
- * not be queued. */
-static OM_NOINLINE void
-free_other(struct dir_info *own, unsigned int hint, void *p)
+/* findpool for free, out of line: p's owner hint names another pool, or
+ * none, and p may not be queued. */
+static OM_NOINLINE struct dir_info *
+find_other(struct dir_info *own, unsigned int hint, const void *p,
+    struct region_info **rp)
 {
-	struct dir_info *d;
-	struct region_info *r;
-
-	d = findpool(own, hint, p, "free", &r);
-	release(d, r, p, 0, 0);
-	unlock_freed(d);
+	return findpool(own, hint, p, "free", rp);
 }
 
 OM_EXPORT void
@@ -853,14 +849,13 @@ free(void *p)
 		d = find_unopened("free", p, &r);
 	else {
 		hint = om_region_owner_hint(p);
-		if (OM_UNLIKELY((hint & OM_HINT_POOL) - 1 != own->index)) {
-			if (queues(own, hint, p))
-				queue(own, hint, p, OM_RQ_FREE);
-			else
-				free_other(own, hint, p);
+		if (OM_LIKELY((hint & OM_HINT_POOL) - 1 == own->index))
+			d = lookup_in(own, own->index, p, "free", &r);
+		else if (queues(own, hint, p)) {
+			queue(own, hint, p, OM_RQ_FREE);
 			return;
-		}
-		d = lookup_in(own, own->index, p, "free", &r);
+		} else
+			d = find_other(own, hint, p, &r);
 	}
 	release(d, r, p, 0, 0);
 	unlock_freed(d);
