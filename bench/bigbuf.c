@@ -20,11 +20,10 @@ static char *
 fill(uint64_t *rng, long min, long max)
 {
 	size_t size = (size_t)min + (size_t)(rnd_next(rng) %
-	    (uint64_t)(max - min + 1)), off;
+	    (uint64_t)(max - min + 1));
 	char *p = check_alloc(malloc(size), size);
 
-	for (off = 0; off < size; off += 4096)
-		p[off] = (char)off;
+	touch_pages(p, size, 0);
 	p[size - 1] = 1;
 	return p;
 }

@@ -14,13 +14,8 @@
  * that fills its buffer does: the size of a big buffer read or decoded
  * again and again (a file, an image, a request).  An allocator that gives
  * such a block back to the kernel as it is freed then pays a page fault
- * for every page, every time.  The byte goes in the middle of each page,
- * wherever the block starts within its first page: on some processors
- * (an Intel Xeon here) a byte written to the first or last line of each
- * of 1,024 pages in a row takes half as long again as one written to
- * their middle, whichever allocator gave the block, and a byte at the
- * block's start plus a multiple of 4096 would have charged that to the
- * allocators whose big blocks start on a page.
+ * for every page, every time.  The byte goes in the middle of each page
+ * (see touch_pages).
  *
  * Result: loops_per_sec is the total of malloc/free pairs per second over
  * all threads; ns_per_loop is one pair as one thread sees it.
@@ -46,12 +41,8 @@ touch_loop(size_t size)
 
 	while (!atomic_load_explicit(&stop, memory_order_relaxed)) {
 		char *q = check_alloc(malloc(size), size);
-		size_t off;
 
-		/* The first page middle at or after q, then every page's. */
-		for (off = (2048 - (uintptr_t)q) & 4095; off < size;
-		    off += 4096)
-			q[off] = (char)n;
+		touch_pages(q, size, (char)n);
 		escape(q);
 		free(q);
 		n++;
