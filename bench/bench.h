@@ -234,14 +234,15 @@ check_alloc(void *p, size_t size)
 }
 
 /*
- * Write v to every page of the size bytes at p, as a program filling a
- * buffer makes each page resident: a byte in the middle of each page,
- * wherever p starts within its first one.  On some processors (an Intel
- * Xeon here) a byte written to the first or last line of each of
- * thousands of pages in a row takes half as long again as one written to
- * their middle, whichever allocator gave the block; bytes at p plus
- * multiples of 4096 would charge that to the allocators whose big blocks
- * start on a page.
+ * Write v to the pages of the size bytes at p, as a program filling a
+ * buffer makes each page resident: a byte in the middle of each page
+ * whose middle the block holds, wherever p starts within its first page
+ * (a page the block only begins or ends in may get none).  On some
+ * processors (an Intel Xeon here) a byte written to the first or last
+ * line of each of thousands of pages in a row takes half as long again
+ * as one written to their middle, whichever allocator gave the block;
+ * bytes at p plus multiples of 4096 would charge that to the allocators
+ * whose big blocks start on a page.
  */
 static inline void
 touch_pages(char *p, size_t size, char v)
