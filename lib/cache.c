@@ -1156,7 +1156,11 @@ OM_INLINE void *
 take_fitting(struct dir_info *d, unsigned int k, unsigned int n,
     size_t npages, int guarded, uintptr_t mask, int *zeroed)
 {
-	unsigned int i = (unsigned int)((om_rbyte(&d->rng) * n) >> 8), j;
+	unsigned int i = 0, j;
+
+	/* A single run leaves nothing to draw for. */
+	if (n > 1)
+		i = (unsigned int)((om_rbyte(&d->rng) * n) >> 8);
 
 	for (j = 0; j < n; j++, i = i + 1 < n ? i + 1 : 0) {
 		struct om_cache_entry *e = slot(d, k, i);
@@ -1677,6 +1681,18 @@ drop_longest(struct dir_info *d, size_t npages)
 	return 1;
 }
 
+/* Whether class k takes a run of npages as the cache is, so that
+ * make_room would do nothing: a short class with a free slot, the short
+ * classes within their pages with it, class 0 within its own. */
+OM_INLINE int
+has_room(const struct dir_info *d, unsigned int k, size_t npages)
+{
+	return k != 0 && d->cache_n[k] < d->cache_room[k] &&
+	    d->cache_big_pages <= d->cache_big_max &&
+	    d->cache_pages - d->cache_big_pages + npages <=
+	    d->cache_small_max;
+}
+
 /*
  * Make room for a run of npages in class k: when the class is out of
  * slots, evict a random quarter of its share; class 0 over its pages
@@ -1886,16 +1902,18 @@ om_cache_put(struct dir_info *d, void *p, size_t npages, int guarded)
 		add = m;
 		k = (int)run_class(add.npages);
 	}
-	make_room(d, (unsigned int)k, add.npages);
-	if (d->cache_n[k] == d->cache_room[k] || (k == 0 &&
-	    d->cache_big_pages + add.npages > big_max(d))) {
-		/* Class 0 has nothing longer to give back for it, or the
-		 * class no slot at all (<). */
-		struct om_span s = { .p = add.p,
-			.len = (size_t)add.npages << OM_PAGE_SHIFT };
+	if (!has_room(d, (unsigned int)k, add.npages)) {
+		make_room(d, (unsigned int)k, add.npages);
+		if (d->cache_n[k] == d->cache_room[k] || (k == 0 &&
+		    d->cache_big_pages + add.npages > big_max(d))) {
+			/* Class 0 has nothing longer to give back for it,
+			 * or the class no slot at all (<). */
+			struct om_span s = { .p = add.p,
+				.len = (size_t)add.npages << OM_PAGE_SHIFT };
 
-		unmap_spans(d, &s, 1);
-		return;
+			unmap_spans(d, &s, 1);
+			return;
+		}
 	}
 	at = add_entry(d, (unsigned int)k, add);
 	if (lo != NULL) {
