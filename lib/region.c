@@ -253,6 +253,29 @@ map_aligned(struct dir_info *d, size_t len, size_t align)
 }
 
 /*
+ * om_region_alloc's short path: a block of a page or more, neither
+ * aligned nor zeroed nor grown, without guard pages, in a pool without
+ * extras (see pool_setup: junk at level 1, no canaries, not concealed).
+ * It does what the long path does then, without testing each option.
+ */
+static void *
+alloc_plain(struct dir_info *d, size_t sz, void *f)
+{
+	size_t len = OM_PAGEROUND(sz);	/* sz <= PTRDIFF_MAX: no overflow */
+	int zeroed;
+	char *p = om_cache_get(d, len >> OM_PAGE_SHIFT, 0, &zeroed);
+
+	if (p == NULL)
+		return NULL;
+	if (table_insert(d, (uintptr_t)p, sz, f) != 0) {
+		om_cache_put(d, p, len >> OM_PAGE_SHIFT, 0);
+		return NULL;
+	}
+	d->inuse += len;
+	return p;
+}
+
+/*
  * A page region of sz bytes (sz <= PTRDIFF_MAX, checked by the caller),
  * aligned to align.  flags: OM_ALLOC_ZERO, the caller wants zeroed
  * memory; OM_ALLOC_GROW, a block moves to grow (om_cache_get_to_grow,
@@ -263,10 +286,15 @@ void *
 om_region_alloc(struct dir_info *d, size_t sz, size_t align, int flags,
     void *f)
 {
-	size_t off = shift_of(sz, align), len, datalen;
+	size_t off, len, datalen;
 	size_t guard = mopts.guard;
 	int zeroed = 0;
 	char *p;
+
+	if (OM_LIKELY((align | (size_t)flags) == 0 && sz >= OM_PAGE_SIZE &&
+	    !d->extras && guard == 0))
+		return alloc_plain(d, sz, f);
+	off = shift_of(sz, align);
 
 	if (om_add(sz, off, &datalen) || om_add(datalen, OM_PAGE_MASK, &len))
 		return NULL;
@@ -331,13 +359,16 @@ om_region_free(struct dir_info *d, struct region_info *r, void *p, int clear,
 	size_t guard = mopts.guard;
 
 	om_region_check(d, r, p);
-	if (mopts.opt.chunk_canaries)
-		check_canary(d, r);
-	if (clear && clearsz > 0)
-		memset(p, 0, clearsz);
-	if (d->conceal) {
-		memset(p, 0, r->size);
-		__asm__ __volatile__("" : : "r"(p) : "memory");
+	/* Canaries and concealing are among the pool's extras. */
+	if (OM_UNLIKELY(d->extras | clear)) {
+		if (mopts.opt.chunk_canaries)
+			check_canary(d, r);
+		if (clear && clearsz > 0)
+			memset(p, 0, clearsz);
+		if (d->conceal) {
+			memset(p, 0, r->size);
+			__asm__ __volatile__("" : : "r"(p) : "memory");
+		}
 	}
 	table_delete(d, r);
 	d->inuse -= datalen;
