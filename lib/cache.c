@@ -417,6 +417,19 @@ om_cache_depot_trim(void)
 	return pages;
 }
 
+/* Level 1 on a run of pages, the common case: four words of the first
+ * page, those of mopts.page_junk (see page_junk_ok). */
+OM_INLINE void
+page_junk(void *p)
+{
+	uint64_t *lp = p, *q = lp + mopts.page_junk[1];
+
+	lp[0] = OM_JUNK_FREE64;
+	q[0] = OM_JUNK_FREE64;
+	q[PAGE_QUARTER] = OM_JUNK_FREE64;
+	q[2 * PAGE_QUARTER] = OM_JUNK_FREE64;
+}
+
 void
 om_junk_free(int level, void *p, size_t sz)
 {
@@ -430,14 +443,7 @@ om_junk_free(int level, void *p, size_t sz)
 		return;
 	}
 	if (sz >= OM_PAGE_SIZE) {
-		/* Page runs, the common case: four words of the first page,
-		 * those of mopts.page_junk (see page_junk_ok). */
-		uint64_t *q = lp + mopts.page_junk[1];
-
-		lp[0] = OM_JUNK_FREE64;
-		q[0] = OM_JUNK_FREE64;
-		q[PAGE_QUARTER] = OM_JUNK_FREE64;
-		q[2 * PAGE_QUARTER] = OM_JUNK_FREE64;
+		page_junk(p);
 		return;
 	}
 	words = sz / sizeof(uint64_t);
@@ -512,8 +518,15 @@ reuse(struct dir_info *d, struct om_cache_entry *e, int *zeroed)
 
 	if (e->noaccess && om_os_protect(p, data_len(e), 1) != 0)
 		return NULL;
-	if (e->junked && d->junk)
-		junk_validate(d, p, data_len(e));
+	if (e->junked) {
+		/* Without extras the junk is level 1's (see om_cache_put),
+		 * and a run with a page of data has it in its first. */
+		if (!d->extras && e->npages > e->guarded) {
+			if (OM_UNLIKELY(!page_junk_ok(p)))
+				write_after_free(d, p);
+		} else if (d->junk)
+			junk_validate(d, p, data_len(e));
+	}
 	*zeroed = !e->junked && e->fresh;
 	return p;
 }
@@ -1867,7 +1880,11 @@ om_cache_put(struct dir_info *d, void *p, size_t npages, int guarded)
 		unmap_spans(d, &s, 1);
 		return;
 	}
-	if (d->junk && datalen > 0) {
+	if (!d->extras && datalen >= OM_PAGE_SIZE) {
+		/* Without extras the junk is level 1's. */
+		page_junk(p);
+		junked = 1;
+	} else if (d->junk && datalen > 0) {
 		om_junk_free(mopts.junk_validate_full ? 2 : d->junk, p,
 		    datalen);
 		junked = 1;
