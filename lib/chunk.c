@@ -436,7 +436,8 @@ om_chunk_alloc(struct dir_info *d, size_t sz, unsigned int bucket, void *f)
 		return alloc_extras(d, info, slot, p, sz, f);
 	/* Junk level 1, nothing else to record. */
 	d->inuse += size;
-	check_junk(d, p, bucket, size);
+	if (OM_UNLIKELY(!om_junk_chunk_ok(p, bucket)))
+		om_fatal(d, "write after free", p);
 	return p;
 }
 
@@ -489,7 +490,11 @@ undelay(struct dir_info *d, void *p, struct chunk_info *info)
 	check_info(d, info);
 	slot = slot_of(info, (uint32_t)((uintptr_t)p - info->page));
 	info->delayed[slot >> 6] &= ~(1ULL << (slot & 63));
-	if (d->junk && info->bucket != 0)
+	/* Without extras the junk is level 1's (see om_chunk_free). */
+	if (!d->extras) {
+		if (OM_UNLIKELY(!om_junk_chunk_ok(p, info->bucket)))
+			om_fatal(d, "write after free", p);
+	} else if (d->junk && info->bucket != 0)
 		check_junk(d, p, info->bucket, info->size);
 	free_slot(d, info, slot);
 }
