@@ -493,6 +493,15 @@ om_junk_validate(struct dir_info *d, int full, const void *p, size_t sz)
 		write_after_free(d, p);
 }
 
+/* Level 1's check of a run with a page of data: all a pool without
+ * extras makes. */
+OM_INLINE void
+check_page_junk(struct dir_info *d, const void *p)
+{
+	if (OM_UNLIKELY(!page_junk_ok(p)))
+		write_after_free(d, p);
+}
+
 /* om_junk_validate, with its common case, level 1 on a run of pages,
  * inlined into the reuse of cached runs. */
 OM_INLINE void
@@ -500,8 +509,8 @@ junk_validate(struct dir_info *d, const void *p, size_t sz)
 {
 	if (OM_UNLIKELY(mopts.junk_validate_full) || sz < OM_PAGE_SIZE)
 		om_junk_validate(d, mopts.junk_validate_full, p, sz);
-	else if (OM_UNLIKELY(!page_junk_ok(p)))
-		write_after_free(d, p);
+	else
+		check_page_junk(d, p);
 }
 
 static size_t
@@ -521,10 +530,9 @@ reuse(struct dir_info *d, struct om_cache_entry *e, int *zeroed)
 	if (e->junked) {
 		/* Without extras the junk is level 1's (see om_cache_put),
 		 * and a run with a page of data has it in its first. */
-		if (!d->extras && e->npages > e->guarded) {
-			if (OM_UNLIKELY(!page_junk_ok(p)))
-				write_after_free(d, p);
-		} else if (d->junk)
+		if (!d->extras && e->npages > e->guarded)
+			check_page_junk(d, p);
+		else if (d->junk)
 			junk_validate(d, p, data_len(e));
 	}
 	*zeroed = !e->junked && e->fresh;
@@ -1694,9 +1702,10 @@ drop_longest(struct dir_info *d, size_t npages)
 	return 1;
 }
 
-/* Whether class k takes a run of npages as the cache is, so that
- * make_room would do nothing: a short class with a free slot, the short
- * classes within their pages with it, class 0 within its own. */
+/* Whether short class k takes a run of npages as the cache is, so that
+ * make_room would do nothing: k has a free slot, the short classes stay
+ * within their pages with it, and class 0 within its own.  Class 0
+ * always goes through make_room. */
 OM_INLINE int
 has_room(const struct dir_info *d, unsigned int k, size_t npages)
 {

@@ -139,6 +139,15 @@ entry_info(struct dir_info *d, const struct region_info *r)
 	return info;
 }
 
+/* A freed chunk's four junk words, level 1's check: all a pool without
+ * extras makes. */
+OM_INLINE void
+check_sparse_junk(struct dir_info *d, void *p, unsigned int bucket)
+{
+	if (OM_UNLIKELY(!om_junk_chunk_ok(p, bucket)))
+		om_fatal(d, "write after free", p);
+}
+
 /* A freed chunk's junk, checked as it is reused or leaves the ring: in
  * full under J2 and F, else its four junk words. */
 OM_INLINE void
@@ -146,8 +155,8 @@ check_junk(struct dir_info *d, void *p, unsigned int bucket, size_t size)
 {
 	if (OM_UNLIKELY(mopts.junk_validate_full))
 		om_junk_validate(d, 1, p, size);
-	else if (OM_UNLIKELY(!om_junk_chunk_ok(p, bucket)))
-		om_fatal(d, "write after free", p);
+	else
+		check_sparse_junk(d, p, bucket);
 }
 
 /* The slot that holds byte off of info's page. */
@@ -436,8 +445,7 @@ om_chunk_alloc(struct dir_info *d, size_t sz, unsigned int bucket, void *f)
 		return alloc_extras(d, info, slot, p, sz, f);
 	/* Junk level 1, nothing else to record. */
 	d->inuse += size;
-	if (OM_UNLIKELY(!om_junk_chunk_ok(p, bucket)))
-		om_fatal(d, "write after free", p);
+	check_sparse_junk(d, p, bucket);
 	return p;
 }
 
@@ -491,10 +499,9 @@ undelay(struct dir_info *d, void *p, struct chunk_info *info)
 	slot = slot_of(info, (uint32_t)((uintptr_t)p - info->page));
 	info->delayed[slot >> 6] &= ~(1ULL << (slot & 63));
 	/* Without extras the junk is level 1's (see om_chunk_free). */
-	if (!d->extras) {
-		if (OM_UNLIKELY(!om_junk_chunk_ok(p, info->bucket)))
-			om_fatal(d, "write after free", p);
-	} else if (d->junk && info->bucket != 0)
+	if (!d->extras)
+		check_sparse_junk(d, p, info->bucket);
+	else if (d->junk && info->bucket != 0)
 		check_junk(d, p, info->bucket, info->size);
 	free_slot(d, info, slot);
 }
