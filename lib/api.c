@@ -1451,23 +1451,26 @@ ALIAS(__libc_valloc, valloc);
 ALIAS(__libc_pvalloc, pvalloc);
 ALIAS(__posix_memalign, posix_memalign);
 
+/* glibc's fork calls these.  used: in a static link built with -flto
+ * nothing the link reads before the LTO step refers to them, and
+ * libc.a's fork.o, read after it, found them dropped. */
 void __malloc_fork_lock_parent(void);
 void __malloc_fork_unlock_parent(void);
 void __malloc_fork_unlock_child(void);
 
-void
+__attribute__((used)) void
 __malloc_fork_lock_parent(void)
 {
 	om_pool_fork_prepare();
 }
 
-void
+__attribute__((used)) void
 __malloc_fork_unlock_parent(void)
 {
 	om_pool_fork_parent();
 }
 
-void
+__attribute__((used)) void
 __malloc_fork_unlock_child(void)
 {
 	om_pool_fork_child();
