@@ -528,8 +528,11 @@ reuse(struct dir_info *d, struct om_cache_entry *e, int *zeroed)
 	if (e->noaccess && om_os_protect(p, data_len(e), 1) != 0)
 		return NULL;
 	if (e->junked) {
-		/* Without extras the junk is level 1's (see om_cache_put),
-		 * and a run with a page of data has it in its first. */
+		/* Without extras the junk is level 1's, written in the
+		 * first page of a run with a page of data or more (see
+		 * om_cache_put).  npages > guarded says so in fewer
+		 * instructions than data_len() >= OM_PAGE_SIZE: 2-4 a
+		 * page-run pair, callgrind. */
 		if (!d->extras && e->npages > e->guarded)
 			check_page_junk(d, p);
 		else if (d->junk)
