@@ -1268,9 +1268,9 @@ gather(struct totals *t)
 		lock_admin(d);
 		t->mapped += d->mapped;
 		t->inuse += d->inuse;
-		t->cached += d->cache_pages << OM_PAGE_SHIFT;
+		t->cached += om_cache_held(d) << OM_PAGE_SHIFT;
 		t->regions += d->regions_total - d->regions_free;
-		t->cache_entries += d->cache_used;
+		t->cache_entries += om_cache_runs(d);
 		t->contended += d->lock_contended;
 		om_pool_add_searches(d, t->other, t->searches);
 		t->locks += d->lock_plain + d->lock_biased;
@@ -1411,7 +1411,8 @@ malloc_info(int options, FILE *fp)
 		fprintf(fp, "<total type=\"inuse\" size=\"%zu\"/>\n",
 		    snap.inuse);
 		fprintf(fp, "<total type=\"cached\" count=\"%u\" size=\"%zu\"/>"
-		    "\n", snap.cache_used, snap.cache_pages << OM_PAGE_SHIFT);
+		    "\n", om_cache_runs(&snap),
+		    om_cache_held(&snap) << OM_PAGE_SHIFT);
 		fprintf(fp, "<regions free=\"%zu\" total=\"%zu\"/>\n",
 		    snap.regions_free, snap.regions_total);
 		fprintf(fp, "<locks contended=\"%lu\" total=\"%lu\" "

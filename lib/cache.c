@@ -987,6 +987,29 @@ add_entry(struct dir_info *d, unsigned int k, struct om_cache_entry e)
 }
 
 /*
+ * The front run (see om_cache_put) into its class, where the put that
+ * left it would have added it: nothing else used the cache since, so the
+ * class still has room.  Every use of the cache but a loop's get and put
+ * does this first.
+ */
+static OM_NOINLINE void
+settle_front(struct dir_info *d)
+{
+	struct om_cache_entry e = { .p = d->cache_front,
+		.npages = d->cache_front_npages, .junked = 1 };
+
+	d->cache_front = 0;
+	add_entry(d, run_class(e.npages), e);
+}
+
+OM_INLINE void
+settle(struct dir_info *d)
+{
+	if (OM_UNLIKELY(d->cache_front != 0))
+		settle_front(d);
+}
+
+/*
  * How many runs of npages class k (their class) takes without evicting:
  * its free slots, and what the pages its classes may hold leave room for
  * (classes 1..32 share their shares' sum, class 0 has its own and what
@@ -1413,7 +1436,7 @@ grow_shorter(struct dir_info *d, size_t npages, int *zeroed)
  * they have the depot and batches mapped ahead.
  */
 void *
-om_cache_get(struct dir_info *d, size_t npages, int guarded, int *zeroed)
+om_cache_get_run(struct dir_info *d, size_t npages, int guarded, int *zeroed)
 {
 	int k = class_of(d, npages);
 	unsigned int w;
@@ -1450,6 +1473,29 @@ om_cache_get(struct dir_info *d, size_t npages, int guarded, int *zeroed)
 	return map_fresh(d, npages, 0, zeroed);
 }
 
+/* A get with a run in the front (see om_cache_put_front). */
+void *
+om_cache_get_front(struct dir_info *d, size_t npages, int guarded,
+    int *zeroed)
+{
+	uintptr_t p = d->cache_front;
+
+	if (p != 0 && d->cache_front_npages == npages && !guarded) {
+		/* What om_cache_get_run would give: the class's only run,
+		 * the draw having none other to choose (take_fitting,
+		 * reuse). */
+		d->cache_front = 0;
+		d->cache_idle = 0;
+		check_page_junk(d, (void *)p);
+		d->cache_low[npages] = 0;
+		taken(d, (void *)p, npages);
+		*zeroed = 0;
+		return (void *)p;
+	}
+	settle(d);
+	return om_cache_get_run(d, npages, guarded, zeroed);
+}
+
 /*
  * A block grew to npages in place (mremap): a program that grows a buffer
  * to the length of one it freed, as much as one that asks for it, asks
@@ -1483,6 +1529,7 @@ om_cache_move_to_grow(struct dir_info *d, void *p, size_t npages,
 	unsigned int j;
 	char *q;
 
+	settle(d);
 	if (k < 0 || (i = find_longer(d, (unsigned int)k, newpages - 1, 0,
 	    &j)) < 0)
 		return NULL;
@@ -1516,6 +1563,7 @@ om_cache_get_to_grow(struct dir_info *d, size_t npages, int step,
 {
 	int k = class_of(d, npages);
 
+	settle(d);
 	if (k < 0 || (!step && d->cache_warm[k] != 0))
 		return NULL;
 	d->cache_idle = 0;
@@ -1539,6 +1587,7 @@ om_cache_take_at(struct dir_info *d, uintptr_t p, size_t npages)
 	unsigned int k;
 	int j;
 
+	settle(d);
 	if (d->cache_used > TAKE_AT_RUNS)
 		return 0;
 	/* No cached run ends at p: the region's pages lie there. */
@@ -1562,6 +1611,7 @@ om_cache_get_aligned(struct dir_info *d, size_t npages, int guarded,
 {
 	int k = class_of(d, npages);
 
+	settle(d);
 	d->cache_idle = 0;
 	if (k < 0 || d->cache_n[k] == 0)
 		return NULL;
@@ -1873,7 +1923,7 @@ merge_neighbours(struct dir_info *d, struct om_cache_entry *add,
  * batch of its own blocks keeps them in its cache as before.
  */
 void
-om_cache_put(struct dir_info *d, void *p, size_t npages, int guarded)
+om_cache_put_run(struct dir_info *d, void *p, size_t npages, int guarded)
 {
 	int k = class_of(d, npages);
 	size_t datalen = (npages - (guarded ? 1 : 0)) << OM_PAGE_SHIFT;
@@ -1963,6 +2013,43 @@ om_cache_put(struct dir_info *d, void *p, size_t npages, int guarded)
 }
 
 /*
+ * The front.  A malloc/free loop takes a run whole and puts it back, and
+ * most of what that costs is the class's bookkeeping: remove_entry,
+ * add_entry, the slots' counts.  So a run a get took whole, freed by a
+ * thread of the pool, in a pool without extras, unguarded, to a class
+ * that holds no run and has room for it, waits beside its class instead
+ * (cache_front), junked.  A get of its length takes it back as
+ * om_cache_get_run would have: the class's only run, which the draw has
+ * nothing to choose against.  Anything else first puts it into its class
+ * (settle), and sees the cache as the put would have left it.  Runs of
+ * up to 8 pages come in batches, so their classes are seldom empty; they
+ * do not come here (om_cache_put, OM_FRONT_MIN).  A 64 KiB pair: 677
+ * instructions before, 509 now, callgrind; 1.29 times the speed.
+ */
+void
+om_cache_put_front(struct dir_info *d, void *p, size_t npages, int guarded)
+{
+	int t;
+
+	if (d->cache_front == 0 && !guarded && !d->extras &&
+	    !mopts.opt.freeunmap && npages <= OM_CACHE_SMALL &&
+	    d->cache_n[npages] == 0 && has_room(d, (unsigned int)npages,
+	    npages) && d->cache_puts + 1 < OM_CACHE_DECAY_PUTS &&
+	    (t = taken_slot(d, (uintptr_t)p)) >= 0 &&
+	    (OM_SELF_TID(om_self) & mopts.pool_mask) == d->index) {
+		d->cache_taken[t] = 0;
+		page_junk(p);
+		d->cache_front = (uintptr_t)p;
+		d->cache_front_npages = (uint32_t)npages;
+		d->cache_puts++;
+		d->cache_idle = 0;
+		return;
+	}
+	settle(d);
+	om_cache_put_run(d, p, npages, guarded);
+}
+
+/*
  * A pool without threads gives its cached runs to the depot, where the
  * pools in use take them (those it turns away are unmapped), as many as
  * one unlock() hands on.  1 if runs are left for another round.
@@ -1972,6 +2059,7 @@ om_cache_give_back(struct dir_info *d)
 {
 	unsigned int k;
 
+	settle(d);
 	for (k = 0; k < OM_CACHE_CLASSES; k++)
 		while (d->cache_n[k] > 0) {
 			if (d->npending + EVICT_BATCH > OM_PENDING)
@@ -1988,8 +2076,10 @@ om_cache_trim(struct dir_info *d)
 	struct om_span batch[64];
 	struct om_cache_entry e;
 	unsigned int n = 0, k;
-	size_t pages = d->cache_pages;
+	size_t pages;
 
+	settle(d);
+	pages = d->cache_pages;
 	for (k = 0; k < OM_CACHE_CLASSES; k++)
 		while (d->cache_n[k] > 0) {
 			if (n == sizeof(batch) / sizeof(batch[0])) {

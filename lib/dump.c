@@ -230,9 +230,14 @@ dump_pool(struct om_buf *o, unsigned int at, const struct dir_info *d,
 			    b == 0 ? 0 : om_bucket_size[b], slots, total,
 			    pages);
 	}
-	om_buf_printf(o, "Free pages cached: %zu\n", d->cache_pages);
+	om_buf_printf(o, "Free pages cached: %zu\n", om_cache_held(d));
 	if (mopts.opt.verbose) {
 		size_t n = 0;
+
+		if (d->cache_front != 0)
+			om_buf_printf(o, "  cache %zu: %p %u pages junked "
+			    "front\n", n++, (void *)d->cache_front,
+			    d->cache_front_npages);
 
 		for (unsigned int c = 0; c < OM_CACHE_CLASSES; c++)
 			for (i = 0; i < d->cache_n[c]; i++) {

@@ -68,6 +68,7 @@
 #define OM_CACHE_DECAY_PUTS 32768	/* a round of the cache's decay */
 #define OM_CACHE_LONG_SCALE 4	/* class 0's pages, times this: longest */
 #define OM_CACHE_CLASSES (OM_CACHE_SMALL + 1)
+#define OM_FRONT_MIN	9		/* shortest run the front holds */
 #define OM_HASH_INITIAL 128		/* region slots of a new pool */
 
 #define OM_JUNK_FREE	0xdf		/* freed memory */
@@ -478,6 +479,9 @@ struct dir_info {
 	uintptr_t cache_taken[OM_CACHE_TAKEN];
 	uint32_t cache_taken_npages[OM_CACHE_TAKEN];
 	unsigned int cache_taken_next;	/* the slot the next one takes */
+	uintptr_t cache_front;		/* a loop's run, not yet in its class
+					 * (0: none; see om_cache_put) */
+	uint32_t cache_front_npages;	/* its length */
 	unsigned int cache_puts;	/* puts this round (see decay) */
 	uint64_t cache_classes;		/* bit k: class k holds runs */
 	unsigned int cache_used;	/* runs */
@@ -786,13 +790,56 @@ void *om_region_realloc(struct dir_info *d, struct region_info *r, void *p,
 /* Free-page cache and junk (cache.c), pool locked. */
 
 int om_cache_init(struct dir_info *d);
-void *om_cache_get(struct dir_info *d, size_t npages, int guarded,
+void *om_cache_get_run(struct dir_info *d, size_t npages, int guarded,
+    int *zeroed);
+void *om_cache_get_front(struct dir_info *d, size_t npages, int guarded,
     int *zeroed);
 void *om_cache_get_aligned(struct dir_info *d, size_t npages, int guarded,
     size_t align, int *zeroed);
-void om_cache_put(struct dir_info *d, void *p, size_t npages, int guarded);
+void om_cache_put_run(struct dir_info *d, void *p, size_t npages,
+    int guarded);
+void om_cache_put_front(struct dir_info *d, void *p, size_t npages,
+    int guarded);
+
+/*
+ * npages pages from the cache (see cache.c), or NULL; and back.  Only
+ * runs of OM_FRONT_MIN pages or more, and only when it holds one, go by
+ * the front: shorter ones come in batches, and their classes are seldom
+ * empty.
+ */
+OM_INLINE void *
+om_cache_get(struct dir_info *d, size_t npages, int guarded, int *zeroed)
+{
+	if (d->cache_front != 0)
+		return om_cache_get_front(d, npages, guarded, zeroed);
+	return om_cache_get_run(d, npages, guarded, zeroed);
+}
+
+OM_INLINE void
+om_cache_put(struct dir_info *d, void *p, size_t npages, int guarded)
+{
+	if (npages >= OM_FRONT_MIN || d->cache_front != 0)
+		om_cache_put_front(d, p, npages, guarded);
+	else
+		om_cache_put_run(d, p, npages, guarded);
+}
 size_t om_cache_trim(struct dir_info *d);
 int om_cache_give_back(struct dir_info *d);
+
+/* The runs and pages a pool's cache holds, its front run among them
+ * (see om_cache_put). */
+OM_INLINE unsigned int
+om_cache_runs(const struct dir_info *d)
+{
+	return d->cache_used + (d->cache_front != 0);
+}
+
+OM_INLINE size_t
+om_cache_held(const struct dir_info *d)
+{
+	return d->cache_pages + (d->cache_front != 0 ?
+	    d->cache_front_npages : 0);
+}
 int om_cache_take_at(struct dir_info *d, uintptr_t p, size_t npages);
 void *om_cache_get_to_grow(struct dir_info *d, size_t npages, int step,
     int *zeroed);

@@ -4,6 +4,7 @@
  */
 #include "unit.h"
 
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1775,6 +1776,159 @@ do_full_junk_validate(void *arg)
 	om_junk_validate(NULL, 1, pg, sizeof(pg));
 }
 
+/*
+ * The front: a malloc/free loop of a 64 KiB block leaves the run beside
+ * its class, counted as cached, and takes it back from there; anything
+ * else puts it into its class first.
+ */
+#define FRONT_PAGES 16
+
+/* This thread's pool, where the front applies to it; NULL where options
+ * keep it out (extras, F, no room for the run). */
+static struct dir_info *
+front_pool(void)
+{
+	struct dir_info *d;
+
+	unit_init();
+	free(malloc(1));
+	/* Nothing cached: no run the loop's could join. */
+	malloc_trim(0);
+	d = mopts.pools[OM_SELF_TID(om_self) & mopts.pool_mask];
+	if (d->extras || mopts.opt.freeunmap || mopts.guard ||
+	    d->cache_room[FRONT_PAGES] == 0)
+		return NULL;
+	return d;
+}
+
+/* A run of FRONT_PAGES freed after a get took it whole: in the front. */
+static char *
+loop_once(struct dir_info *d)
+{
+	char *p = malloc(FRONT_PAGES * OM_PAGE_SIZE);
+
+	ck_assert_ptr_nonnull(p);
+	free(p);
+	p = malloc(FRONT_PAGES * OM_PAGE_SIZE);
+	ck_assert_ptr_nonnull(p);
+	free(p);
+	ck_assert_ptr_eq((void *)d->cache_front, p);
+	return p;
+}
+
+START_TEST(front_takes_loop_run)
+{
+	struct dir_info *d = front_pool();
+	struct mallinfo2 m;
+	char *p, *q;
+	size_t pages;
+
+	if (d == NULL)
+		return;
+	ck_assert_uint_eq(d->cache_n[FRONT_PAGES], 0);
+	p = loop_once(d);
+	/* Not in its class, but counted as cached, by mallinfo2 too. */
+	ck_assert_uint_eq(d->cache_n[FRONT_PAGES], 0);
+	ck_assert_uint_eq(om_cache_held(d), d->cache_pages + FRONT_PAGES);
+	m = mallinfo2();
+	ck_assert_uint_ge(m.fordblks, (size_t)FRONT_PAGES * OM_PAGE_SIZE);
+	ck_assert_uint_ge(m.ordblks, 1);
+	/* Taken back from the front, and put back there. */
+	q = malloc(FRONT_PAGES * OM_PAGE_SIZE);
+	ck_assert_ptr_eq(q, p);
+	ck_assert_uint_eq(d->cache_front, 0);
+	free(q);
+	ck_assert_ptr_eq((void *)d->cache_front, p);
+	/* A get of another length puts it into its class first (two
+	 * pages: short requests are never cut from longer runs). */
+	pages = d->cache_pages;
+	q = malloc(2 * OM_PAGE_SIZE);
+	ck_assert_ptr_nonnull(q);
+	ck_assert_uint_eq(d->cache_front, 0);
+	ck_assert_uint_eq(d->cache_n[FRONT_PAGES], 1);
+	ck_assert_uint_ge(d->cache_pages, pages + FRONT_PAGES);
+	free(q);
+}
+END_TEST
+
+/* A class that holds a run of the length keeps the draw: the loop's run
+ * goes into it, and the front stays empty. */
+START_TEST(front_only_for_empty_class)
+{
+	struct dir_info *d = front_pool();
+	char *a, *b, *p, *apart;
+	int i;
+
+	if (d == NULL)
+		return;
+	/* A block kept between them, or the two runs would join. */
+	a = malloc(FRONT_PAGES * OM_PAGE_SIZE);
+	apart = malloc(FRONT_PAGES * OM_PAGE_SIZE);
+	b = malloc(FRONT_PAGES * OM_PAGE_SIZE);
+	ck_assert_ptr_nonnull(a);
+	ck_assert_ptr_nonnull(apart);
+	ck_assert_ptr_nonnull(b);
+	free(a);
+	free(b);
+	for (i = 0; i < 8; i++) {
+		p = malloc(FRONT_PAGES * OM_PAGE_SIZE);
+		ck_assert(p == a || p == b);
+		free(p);
+		ck_assert_uint_eq(d->cache_front, 0);
+		ck_assert_uint_eq(d->cache_n[FRONT_PAGES], 2);
+	}
+	free(apart);
+}
+END_TEST
+
+/* malloc_trim gives the front's run back with the rest. */
+START_TEST(front_trimmed)
+{
+	struct dir_info *d = front_pool();
+
+	if (d == NULL)
+		return;
+	loop_once(d);
+	ck_assert_int_eq(malloc_trim(0), 1);
+	ck_assert_uint_eq(d->cache_front, 0);
+	ck_assert_uint_eq(d->cache_pages, 0);
+	ck_assert_uint_eq(om_cache_held(d), 0);
+}
+END_TEST
+
+/* A write into the front's run is caught when it is taken back, or put
+ * into its class and trimmed. */
+static void
+do_write_front(void *arg)
+{
+	struct dir_info *d = front_pool();
+	char *volatile p;
+
+	if (d == NULL)
+		abort();
+	p = loop_once(d);
+	p[0] = 'x';
+	if (*(int *)arg)
+		malloc_trim(0);
+	else
+		(void)malloc(FRONT_PAGES * OM_PAGE_SIZE);
+}
+
+START_TEST(front_write_after_free)
+{
+	struct child c;
+	int trim;
+
+	if (front_pool() == NULL)
+		return;
+	for (trim = 0; trim < 2; trim++) {
+		unit_run(do_write_front, &trim, &c);
+		ck_assert_fatal(&c, trim ? "malloc_trim" : "malloc",
+		    "write after free");
+	}
+}
+END_TEST
+
 START_TEST(full_junk_every_byte)
 {
 	static uint64_t pg[2 * OM_PAGE_SIZE / 8];
@@ -1891,6 +2045,10 @@ main(void)
 	tcase_add_test(t, junk_helpers);
 	tcase_add_test(t, page_junk_words);
 	tcase_add_test(t, full_junk_every_byte);
+	tcase_add_test(t, front_takes_loop_run);
+	tcase_add_test(t, front_only_for_empty_class);
+	tcase_add_test(t, front_trimmed);
+	tcase_add_test(t, front_write_after_free);
 	tcase_add_test(t, depot_limit);
 	tcase_add_test(t, idle_pool_gives_back);
 	tcase_add_test(t, used_runs_first);
