@@ -987,7 +987,7 @@ add_entry(struct dir_info *d, unsigned int k, struct om_cache_entry e)
 }
 
 /*
- * The front run (see om_cache_put) into its class, where the put that
+ * The front run (see om_cache_put_front) into its class, where the put that
  * left it would have added it: nothing else used the cache since, so the
  * class still has room.  Every use of the cache but a loop's get and put
  * does this first.

@@ -480,7 +480,7 @@ struct dir_info {
 	uint32_t cache_taken_npages[OM_CACHE_TAKEN];
 	unsigned int cache_taken_next;	/* the slot the next one takes */
 	uintptr_t cache_front;		/* a loop's run, not yet in its class
-					 * (0: none; see om_cache_put) */
+					 * (0: none; om_cache_put_front) */
 	uint32_t cache_front_npages;	/* its length */
 	unsigned int cache_puts;	/* puts this round (see decay) */
 	uint64_t cache_classes;		/* bit k: class k holds runs */
@@ -823,11 +823,12 @@ om_cache_put(struct dir_info *d, void *p, size_t npages, int guarded)
 	else
 		om_cache_put_run(d, p, npages, guarded);
 }
+
 size_t om_cache_trim(struct dir_info *d);
 int om_cache_give_back(struct dir_info *d);
 
 /* The runs and pages a pool's cache holds, its front run among them
- * (see om_cache_put). */
+ * (see om_cache_put_front). */
 OM_INLINE unsigned int
 om_cache_runs(const struct dir_info *d)
 {
