@@ -68,7 +68,6 @@
 #define OM_CACHE_DECAY_PUTS 32768	/* a round of the cache's decay */
 #define OM_CACHE_LONG_SCALE 4	/* class 0's pages, times this: longest */
 #define OM_CACHE_CLASSES (OM_CACHE_SMALL + 1)
-#define OM_FRONT_MIN	9		/* shortest run the front holds */
 #define OM_HASH_INITIAL 128		/* region slots of a new pool */
 
 #define OM_JUNK_FREE	0xdf		/* freed memory */
@@ -801,12 +800,8 @@ void om_cache_put_run(struct dir_info *d, void *p, size_t npages,
 void om_cache_put_front(struct dir_info *d, void *p, size_t npages,
     int guarded);
 
-/*
- * npages pages from the cache (see cache.c), or NULL; and back.  Only
- * runs of OM_FRONT_MIN pages or more, and only when it holds one, go by
- * the front: shorter ones come in batches, and their classes are seldom
- * empty.
- */
+/* npages pages from the cache (see cache.c), or NULL; and back, by its
+ * front where it holds a run or may (om_cache_put_front). */
 OM_INLINE void *
 om_cache_get(struct dir_info *d, size_t npages, int guarded, int *zeroed)
 {
@@ -818,10 +813,7 @@ om_cache_get(struct dir_info *d, size_t npages, int guarded, int *zeroed)
 OM_INLINE void
 om_cache_put(struct dir_info *d, void *p, size_t npages, int guarded)
 {
-	if (npages >= OM_FRONT_MIN || d->cache_front != 0)
-		om_cache_put_front(d, p, npages, guarded);
-	else
-		om_cache_put_run(d, p, npages, guarded);
+	om_cache_put_front(d, p, npages, guarded);
 }
 
 size_t om_cache_trim(struct dir_info *d);

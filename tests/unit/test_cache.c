@@ -1851,33 +1851,53 @@ START_TEST(front_takes_loop_run)
 }
 END_TEST
 
-/* A class that holds a run of the length keeps the draw: the loop's run
- * goes into it, and the front stays empty. */
-START_TEST(front_only_for_empty_class)
+/*
+ * A class that holds used runs of the length keeps the draw: a get
+ * chooses among them and the front's run, each as likely, and the one
+ * it takes leaves its slot to the front's.
+ */
+#define DRAWS 400
+
+START_TEST(front_draws_among_used_runs)
 {
 	struct dir_info *d = front_pool();
-	char *a, *b, *p, *apart;
-	int i;
+	char *run[4], *apart[4], *p, *last = NULL;
+	int seen[4] = { 0 }, again = 0, i, j;
 
 	if (d == NULL)
 		return;
-	/* A block kept between them, or the two runs would join. */
-	a = malloc(FRONT_PAGES * OM_PAGE_SIZE);
-	apart = malloc(FRONT_PAGES * OM_PAGE_SIZE);
-	b = malloc(FRONT_PAGES * OM_PAGE_SIZE);
-	ck_assert_ptr_nonnull(a);
-	ck_assert_ptr_nonnull(apart);
-	ck_assert_ptr_nonnull(b);
-	free(a);
-	free(b);
-	for (i = 0; i < 8; i++) {
-		p = malloc(FRONT_PAGES * OM_PAGE_SIZE);
-		ck_assert(p == a || p == b);
-		free(p);
-		ck_assert_uint_eq(d->cache_front, 0);
-		ck_assert_uint_eq(d->cache_n[FRONT_PAGES], 2);
+	/* A block kept between every two, or the runs would join. */
+	for (i = 0; i < 4; i++) {
+		run[i] = malloc(FRONT_PAGES * OM_PAGE_SIZE);
+		apart[i] = malloc(FRONT_PAGES * OM_PAGE_SIZE);
+		ck_assert_ptr_nonnull(run[i]);
+		ck_assert_ptr_nonnull(apart[i]);
 	}
-	free(apart);
+	for (i = 0; i < 4; i++)
+		free(run[i]);
+	for (i = 0; i < DRAWS; i++) {
+		p = malloc(FRONT_PAGES * OM_PAGE_SIZE);
+		for (j = 0; j < 4 && p != run[j]; j++)
+			;
+		ck_assert_int_lt(j, 4);
+		seen[j]++;
+		again += p == last;
+		last = p;
+		free(p);
+		ck_assert_ptr_eq((void *)d->cache_front, p);
+		ck_assert_uint_eq(d->cache_n[FRONT_PAGES], 3);
+		ck_assert_uint_eq(d->cache_warm[FRONT_PAGES], 3);
+	}
+	/* Each a quarter of the draws, 100 give or take 9, and the run
+	 * just freed too: drawn, not handed back every time. */
+	for (j = 0; j < 4; j++) {
+		ck_assert_int_gt(seen[j], DRAWS / 8);
+		ck_assert_int_lt(seen[j], DRAWS * 3 / 8);
+	}
+	ck_assert_int_gt(again, DRAWS / 8);
+	ck_assert_int_lt(again, DRAWS * 3 / 8);
+	for (i = 0; i < 4; i++)
+		free(apart[i]);
 }
 END_TEST
 
@@ -2046,7 +2066,7 @@ main(void)
 	tcase_add_test(t, page_junk_words);
 	tcase_add_test(t, full_junk_every_byte);
 	tcase_add_test(t, front_takes_loop_run);
-	tcase_add_test(t, front_only_for_empty_class);
+	tcase_add_test(t, front_draws_among_used_runs);
 	tcase_add_test(t, front_trimmed);
 	tcase_add_test(t, front_write_after_free);
 	tcase_add_test(t, depot_limit);
