@@ -6,6 +6,7 @@
 #include "unit.h"
 
 #include <fcntl.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -223,6 +224,34 @@ START_TEST(counters_shown)
 }
 END_TEST
 
+/* A malloc/free loop's run, kept in the page cache's front beside its
+ * class, is counted among the pages cached. */
+START_TEST(front_counted)
+{
+	struct dir_info *d;
+	char *volatile p;
+	int me, i;
+
+	unit_init();
+	free(malloc(1));
+	me = own_pool();
+	d = mopts.pools[me];
+	if (d->extras || mopts.opt.freeunmap || mopts.guard)
+		return;
+	/* Nothing cached that the loop's run could join. */
+	malloc_trim(0);
+	for (i = 0; i < 2; i++) {
+		p = malloc(16 * OM_PAGE_SIZE);
+		ck_assert_ptr_nonnull(p);
+		free(p);
+	}
+	ck_assert_ptr_eq((void *)d->cache_front, p);
+	ck_assert_int_eq(pool_field(dump(), me, "\nFree pages cached: "),
+	    (long long)d->cache_pages + 16);
+	ck_assert_ptr_eq((void *)d->cache_front, p);
+}
+END_TEST
+
 START_TEST(gdump_same_layout)
 {
 	int fds[2];
@@ -373,6 +402,7 @@ main(void)
 	tcase_add_test(t, in_use_grows);
 	tcase_add_test(t, counters_shown);
 	tcase_add_test(t, gdump_same_layout);
+	tcase_add_test(t, front_counted);
 	tcase_add_test(t, leak_report);
 	tcase_add_test(t, queued_frees_not_leaks);
 	suite_add_tcase(s, t);
