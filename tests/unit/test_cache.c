@@ -1901,6 +1901,115 @@ START_TEST(front_draws_among_used_runs)
 }
 END_TEST
 
+static int
+cmp_uptr(const void *a, const void *b)
+{
+	uintptr_t x = *(const uintptr_t *)a, y = *(const uintptr_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * What is wrong with the cache, or NULL: its counts agree with its slots
+ * (used runs first, then fresh ones), and no run is held twice, in two
+ * slots or in a slot and the front, nor is a block in use among them.
+ * Checked without an assertion each, which Check would report one by
+ * one to the parent.
+ */
+static const char *
+cache_fault(const struct dir_info *d, char *const *live, size_t nlive)
+{
+	static uintptr_t runs[1 << 14];
+	static char why[128];
+	size_t pages = 0, big = 0, n = 0;
+	unsigned int used = 0, k, i;
+	uint64_t classes = 0;
+
+	for (k = 0; k < OM_CACHE_CLASSES; k++) {
+		if (d->cache_warm[k] > d->cache_n[k] ||
+		    d->cache_n[k] > d->cache_room[k])
+			return "a class's counts";
+		for (i = 0; i < d->cache_n[k]; i++) {
+			const struct om_cache_entry *e =
+			    &d->cache[d->cache_base[k] + i];
+
+			if (k != 0 && e->npages != k)
+				return "a run in another length's class";
+			if (e->fresh != (i >= d->cache_warm[k]))
+				return "used and fresh runs mixed";
+			if (n == sizeof(runs) / sizeof(runs[0]))
+				return "more runs than the check holds";
+			pages += e->npages;
+			big += k == 0 ? e->npages : 0;
+			runs[n++] = e->p;
+		}
+		used += d->cache_n[k];
+		if (d->cache_n[k] != 0)
+			classes |= (uint64_t)1 << k;
+	}
+	if (pages != d->cache_pages || big != d->cache_big_pages ||
+	    used != d->cache_used || classes != d->cache_classes)
+		return "the pool's totals";
+	if (d->cache_front != 0)
+		runs[n++] = d->cache_front;
+	qsort(runs, n, sizeof(runs[0]), cmp_uptr);
+	for (i = 1; i < n; i++)
+		if (runs[i] == runs[i - 1]) {
+			snprintf(why, sizeof(why), "run %p held twice",
+			    (void *)runs[i]);
+			return why;
+		}
+	for (i = 0; i < nlive; i++) {
+		uintptr_t p = (uintptr_t)live[i] & ~(uintptr_t)OM_PAGE_MASK;
+
+		if (live[i] != NULL && bsearch(&p, runs, n, sizeof(runs[0]),
+		    cmp_uptr) != NULL) {
+			snprintf(why, sizeof(why), "block %p in use and "
+			    "cached", (void *)live[i]);
+			return why;
+		}
+	}
+	return NULL;
+}
+
+/* Blocks of a page and more, taken, freed, grown and trimmed at random:
+ * the cache stays whole through the front's gets and puts. */
+START_TEST(front_keeps_cache_whole)
+{
+	struct dir_info *d = front_pool();
+	char *live[24] = { NULL };
+	const char *fault;
+	unsigned int seed = 12345, step;
+	size_t i, len;
+
+	if (d == NULL)
+		return;
+	for (step = 0; step < 20000; step++) {
+		seed = seed * 1103515245u + 12345u;
+		i = (seed >> 8) % 24;
+		/* Short runs mostly, as a loop of a few lengths makes. */
+		len = (seed >> 28) < 12 ? 4 : 40;
+		len = (1 + (seed >> 16) % len) * OM_PAGE_SIZE;
+		if ((seed >> 4) % 512 == 0)
+			malloc_trim(0);
+		else if (live[i] == NULL)
+			live[i] = malloc(len);
+		else if ((seed >> 12) % 8 == 0)
+			live[i] = realloc(live[i], len);
+		else {
+			free(live[i]);
+			live[i] = NULL;
+		}
+		if ((fault = cache_fault(d, live, 24)) != NULL)
+			ck_abort_msg("step %u: %s", step, fault);
+	}
+	for (i = 0; i < 24; i++)
+		free(live[i]);
+	fault = cache_fault(d, NULL, 0);
+	ck_assert_msg(fault == NULL, "at the end: %s", fault);
+}
+END_TEST
+
 /* malloc_trim gives the front's run back with the rest. */
 START_TEST(front_trimmed)
 {
@@ -2068,6 +2177,7 @@ main(void)
 	tcase_add_test(t, front_takes_loop_run);
 	tcase_add_test(t, front_draws_among_used_runs);
 	tcase_add_test(t, front_trimmed);
+	tcase_add_test(t, front_keeps_cache_whole);
 	tcase_add_test(t, front_write_after_free);
 	tcase_add_test(t, depot_limit);
 	tcase_add_test(t, idle_pool_gives_back);
