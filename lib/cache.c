@@ -987,7 +987,7 @@ add_entry(struct dir_info *d, unsigned int k, struct om_cache_entry e)
 }
 
 /*
- * The front run (see om_cache_put_front) into its class, where the put that
+ * The front run (see om_cache_put) into its class, where the put that
  * left it would have added it: nothing else used the cache since, so the
  * class still has room.  Every use of the cache but a loop's get and put
  * does this first.
@@ -1474,7 +1474,7 @@ om_cache_get_run(struct dir_info *d, size_t npages, int guarded, int *zeroed)
 }
 
 /*
- * A get with a run in the front (see om_cache_put_front).  One of its
+ * A get with a run in the front (see om_cache_put).  One of its
  * length is what om_cache_get_run would give once settle put the front
  * run into its class, as the last of the used runs, slot w: the draw
  * over the w + 1 used runs, or with none the front run alone.  Taken
@@ -2055,7 +2055,7 @@ om_cache_put_run(struct dir_info *d, void *p, size_t npages, int guarded)
  * (four used runs, a batch's fresh ones) 672, 560; 16 KiB 673, 562.
  */
 void
-om_cache_put_front(struct dir_info *d, void *p, size_t npages, int guarded)
+om_cache_put(struct dir_info *d, void *p, size_t npages, int guarded)
 {
 	int t;
 

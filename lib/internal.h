@@ -479,7 +479,7 @@ struct dir_info {
 	uint32_t cache_taken_npages[OM_CACHE_TAKEN];
 	unsigned int cache_taken_next;	/* the slot the next one takes */
 	uintptr_t cache_front;		/* a loop's run, not yet in its class
-					 * (0: none; om_cache_put_front) */
+					 * (0: none; see om_cache_put) */
 	uint32_t cache_front_npages;	/* its length */
 	unsigned int cache_puts;	/* puts this round (see decay) */
 	uint64_t cache_classes;		/* bit k: class k holds runs */
@@ -797,11 +797,10 @@ void *om_cache_get_aligned(struct dir_info *d, size_t npages, int guarded,
     size_t align, int *zeroed);
 void om_cache_put_run(struct dir_info *d, void *p, size_t npages,
     int guarded);
-void om_cache_put_front(struct dir_info *d, void *p, size_t npages,
-    int guarded);
+void om_cache_put(struct dir_info *d, void *p, size_t npages, int guarded);
 
-/* npages pages from the cache (see cache.c), or NULL; and back, by its
- * front where it holds a run or may (om_cache_put_front). */
+/* npages pages from the cache (see cache.c), or NULL: by its front where
+ * it holds a run (see om_cache_put). */
 OM_INLINE void *
 om_cache_get(struct dir_info *d, size_t npages, int guarded, int *zeroed)
 {
@@ -810,17 +809,11 @@ om_cache_get(struct dir_info *d, size_t npages, int guarded, int *zeroed)
 	return om_cache_get_run(d, npages, guarded, zeroed);
 }
 
-OM_INLINE void
-om_cache_put(struct dir_info *d, void *p, size_t npages, int guarded)
-{
-	om_cache_put_front(d, p, npages, guarded);
-}
-
 size_t om_cache_trim(struct dir_info *d);
 int om_cache_give_back(struct dir_info *d);
 
 /* The runs and pages a pool's cache holds, its front run among them
- * (see om_cache_put_front). */
+ * (see om_cache_put). */
 OM_INLINE unsigned int
 om_cache_runs(const struct dir_info *d)
 {
