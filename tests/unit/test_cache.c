@@ -1781,60 +1781,25 @@ do_full_junk_validate(void *arg)
  * its class, counted as cached, and takes it back from there; anything
  * else puts it into its class first.
  */
-#define FRONT_PAGES 16
-
-/* This thread's pool, where the front applies to it; NULL where options
- * keep it out (extras, F, no room for the run). */
-static struct dir_info *
-front_pool(void)
-{
-	struct dir_info *d;
-
-	unit_init();
-	free(malloc(1));
-	/* Nothing cached: no run the loop's could join. */
-	malloc_trim(0);
-	d = mopts.pools[OM_SELF_TID(om_self) & mopts.pool_mask];
-	if (d->extras || mopts.opt.freeunmap || mopts.guard ||
-	    d->cache_room[FRONT_PAGES] == 0)
-		return NULL;
-	return d;
-}
-
-/* A run of FRONT_PAGES freed after a get took it whole: in the front. */
-static char *
-loop_once(struct dir_info *d)
-{
-	char *p = malloc(FRONT_PAGES * OM_PAGE_SIZE);
-
-	ck_assert_ptr_nonnull(p);
-	free(p);
-	p = malloc(FRONT_PAGES * OM_PAGE_SIZE);
-	ck_assert_ptr_nonnull(p);
-	free(p);
-	ck_assert_ptr_eq((void *)d->cache_front, p);
-	return p;
-}
-
 START_TEST(front_takes_loop_run)
 {
-	struct dir_info *d = front_pool();
+	struct dir_info *d = unit_front_pool();
 	struct mallinfo2 m;
 	char *p, *q;
 	size_t pages;
 
 	if (d == NULL)
 		return;
-	ck_assert_uint_eq(d->cache_n[FRONT_PAGES], 0);
-	p = loop_once(d);
+	ck_assert_uint_eq(d->cache_n[UNIT_FRONT_PAGES], 0);
+	p = unit_front_loop(d);
 	/* Not in its class, but counted as cached, by mallinfo2 too. */
-	ck_assert_uint_eq(d->cache_n[FRONT_PAGES], 0);
-	ck_assert_uint_eq(om_cache_held(d), d->cache_pages + FRONT_PAGES);
+	ck_assert_uint_eq(d->cache_n[UNIT_FRONT_PAGES], 0);
+	ck_assert_uint_eq(om_cache_held(d), d->cache_pages + UNIT_FRONT_PAGES);
 	m = mallinfo2();
-	ck_assert_uint_ge(m.fordblks, (size_t)FRONT_PAGES * OM_PAGE_SIZE);
+	ck_assert_uint_ge(m.fordblks, (size_t)UNIT_FRONT_PAGES * OM_PAGE_SIZE);
 	ck_assert_uint_ge(m.ordblks, 1);
 	/* Taken back from the front, and put back there. */
-	q = malloc(FRONT_PAGES * OM_PAGE_SIZE);
+	q = malloc(UNIT_FRONT_PAGES * OM_PAGE_SIZE);
 	ck_assert_ptr_eq(q, p);
 	ck_assert_uint_eq(d->cache_front, 0);
 	free(q);
@@ -1845,8 +1810,8 @@ START_TEST(front_takes_loop_run)
 	q = malloc(2 * OM_PAGE_SIZE);
 	ck_assert_ptr_nonnull(q);
 	ck_assert_uint_eq(d->cache_front, 0);
-	ck_assert_uint_eq(d->cache_n[FRONT_PAGES], 1);
-	ck_assert_uint_ge(d->cache_pages, pages + FRONT_PAGES);
+	ck_assert_uint_eq(d->cache_n[UNIT_FRONT_PAGES], 1);
+	ck_assert_uint_ge(d->cache_pages, pages + UNIT_FRONT_PAGES);
 	free(q);
 }
 END_TEST
@@ -1860,7 +1825,7 @@ END_TEST
 
 START_TEST(front_draws_among_used_runs)
 {
-	struct dir_info *d = front_pool();
+	struct dir_info *d = unit_front_pool();
 	char *run[4], *apart[4], *p, *last = NULL;
 	int seen[4] = { 0 }, again = 0, i, j;
 
@@ -1868,15 +1833,15 @@ START_TEST(front_draws_among_used_runs)
 		return;
 	/* A block kept between every two, or the runs would join. */
 	for (i = 0; i < 4; i++) {
-		run[i] = malloc(FRONT_PAGES * OM_PAGE_SIZE);
-		apart[i] = malloc(FRONT_PAGES * OM_PAGE_SIZE);
+		run[i] = malloc(UNIT_FRONT_PAGES * OM_PAGE_SIZE);
+		apart[i] = malloc(UNIT_FRONT_PAGES * OM_PAGE_SIZE);
 		ck_assert_ptr_nonnull(run[i]);
 		ck_assert_ptr_nonnull(apart[i]);
 	}
 	for (i = 0; i < 4; i++)
 		free(run[i]);
 	for (i = 0; i < DRAWS; i++) {
-		p = malloc(FRONT_PAGES * OM_PAGE_SIZE);
+		p = malloc(UNIT_FRONT_PAGES * OM_PAGE_SIZE);
 		for (j = 0; j < 4 && p != run[j]; j++)
 			;
 		ck_assert_int_lt(j, 4);
@@ -1885,8 +1850,8 @@ START_TEST(front_draws_among_used_runs)
 		last = p;
 		free(p);
 		ck_assert_ptr_eq((void *)d->cache_front, p);
-		ck_assert_uint_eq(d->cache_n[FRONT_PAGES], 3);
-		ck_assert_uint_eq(d->cache_warm[FRONT_PAGES], 3);
+		ck_assert_uint_eq(d->cache_n[UNIT_FRONT_PAGES], 3);
+		ck_assert_uint_eq(d->cache_warm[UNIT_FRONT_PAGES], 3);
 	}
 	/* Each a quarter of the draws, 100 give or take 9, and the run
 	 * just freed too: drawn, not handed back every time. */
@@ -1976,7 +1941,7 @@ cache_fault(const struct dir_info *d, char *const *live, size_t nlive)
  * the cache stays whole through the front's gets and puts. */
 START_TEST(front_keeps_cache_whole)
 {
-	struct dir_info *d = front_pool();
+	struct dir_info *d = unit_front_pool();
 	char *live[24] = { NULL };
 	const char *fault;
 	unsigned int seed = 12345, step;
@@ -2013,11 +1978,11 @@ END_TEST
 /* malloc_trim gives the front's run back with the rest. */
 START_TEST(front_trimmed)
 {
-	struct dir_info *d = front_pool();
+	struct dir_info *d = unit_front_pool();
 
 	if (d == NULL)
 		return;
-	loop_once(d);
+	unit_front_loop(d);
 	ck_assert_int_eq(malloc_trim(0), 1);
 	ck_assert_uint_eq(d->cache_front, 0);
 	ck_assert_uint_eq(d->cache_pages, 0);
@@ -2030,17 +1995,17 @@ END_TEST
 static void
 do_write_front(void *arg)
 {
-	struct dir_info *d = front_pool();
+	struct dir_info *d = unit_front_pool();
 	char *volatile p;
 
 	if (d == NULL)
 		abort();
-	p = loop_once(d);
+	p = unit_front_loop(d);
 	p[0] = 'x';
 	if (*(int *)arg)
 		malloc_trim(0);
 	else
-		(void)malloc(FRONT_PAGES * OM_PAGE_SIZE);
+		(void)malloc(UNIT_FRONT_PAGES * OM_PAGE_SIZE);
 }
 
 START_TEST(front_write_after_free)
@@ -2048,7 +2013,7 @@ START_TEST(front_write_after_free)
 	struct child c;
 	int trim;
 
-	if (front_pool() == NULL)
+	if (unit_front_pool() == NULL)
 		return;
 	for (trim = 0; trim < 2; trim++) {
 		unit_run(do_write_front, &trim, &c);

@@ -6,7 +6,6 @@
 #include "unit.h"
 
 #include <fcntl.h>
-#include <malloc.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -228,26 +227,15 @@ END_TEST
  * class, is counted among the pages cached. */
 START_TEST(front_counted)
 {
-	struct dir_info *d;
-	char *volatile p;
-	int me, i;
+	struct dir_info *d = unit_front_pool();
+	char *p;
+	int me = own_pool();
 
-	unit_init();
-	free(malloc(1));
-	me = own_pool();
-	d = mopts.pools[me];
-	if (d->extras || mopts.opt.freeunmap || mopts.guard)
+	if (d == NULL)
 		return;
-	/* Nothing cached that the loop's run could join. */
-	malloc_trim(0);
-	for (i = 0; i < 2; i++) {
-		p = malloc(16 * OM_PAGE_SIZE);
-		ck_assert_ptr_nonnull(p);
-		free(p);
-	}
-	ck_assert_ptr_eq((void *)d->cache_front, p);
+	p = unit_front_loop(d);
 	ck_assert_int_eq(pool_field(dump(), me, "\nFree pages cached: "),
-	    (long long)d->cache_pages + 16);
+	    (long long)d->cache_pages + UNIT_FRONT_PAGES);
 	ck_assert_ptr_eq((void *)d->cache_front, p);
 }
 END_TEST

@@ -37,6 +37,15 @@ void unit_init(void);
 /* A private pool, outside mopts.pools, for tests that want a fresh heap. */
 struct dir_info *unit_pool(void);
 
+/* This thread's pool, with nothing cached, where the page cache's front
+ * applies to it (see cache.c); NULL where options keep it out (extras,
+ * F, G, no room for the run). */
+struct dir_info *unit_front_pool(void);
+
+/* A run of UNIT_FRONT_PAGES, taken whole and freed: in d's front. */
+#define UNIT_FRONT_PAGES 16
+char *unit_front_loop(struct dir_info *d);
+
 /* 1 if no page of [p, p + npages) is mapped (mincore says ENOMEM). */
 int unit_unmapped(const void *p, size_t npages);
 

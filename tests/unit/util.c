@@ -1,6 +1,7 @@
 /* util.c - the helpers of unit.h. */
 #include "unit.h"
 
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -86,6 +87,36 @@ unit_pool(void)
 	if (d == NULL)
 		abort();
 	return d;
+}
+
+struct dir_info *
+unit_front_pool(void)
+{
+	struct dir_info *d;
+
+	unit_init();
+	free(malloc(1));
+	/* Nothing cached: no run the loop's could join. */
+	malloc_trim(0);
+	d = mopts.pools[OM_SELF_TID(om_self) & mopts.pool_mask];
+	if (d->extras || mopts.opt.freeunmap || mopts.guard ||
+	    d->cache_room[UNIT_FRONT_PAGES] == 0)
+		return NULL;
+	return d;
+}
+
+char *
+unit_front_loop(struct dir_info *d)
+{
+	char *p = malloc(UNIT_FRONT_PAGES * OM_PAGE_SIZE);
+
+	ck_assert_ptr_nonnull(p);
+	free(p);
+	p = malloc(UNIT_FRONT_PAGES * OM_PAGE_SIZE);
+	ck_assert_ptr_nonnull(p);
+	free(p);
+	ck_assert_ptr_eq((void *)d->cache_front, p);
+	return p;
 }
 
 int
