@@ -992,11 +992,18 @@ add_entry(struct dir_info *d, unsigned int k, struct om_cache_entry e)
  * class still has room.  Every use of the cache but a loop's get and put
  * does this first.
  */
+/* The front's run as its class holds it: used, junked, unguarded. */
+OM_INLINE struct om_cache_entry
+front_entry(const struct dir_info *d)
+{
+	return (struct om_cache_entry){ .p = d->cache_front,
+		.npages = d->cache_front_npages, .junked = 1 };
+}
+
 static OM_NOINLINE void
 settle_front(struct dir_info *d)
 {
-	struct om_cache_entry e = { .p = d->cache_front,
-		.npages = d->cache_front_npages, .junked = 1 };
+	struct om_cache_entry e = front_entry(d);
 
 	d->cache_front = 0;
 	add_entry(d, run_class(e.npages), e);
@@ -1506,8 +1513,7 @@ om_cache_get_front(struct dir_info *d, size_t npages, int guarded,
 
 		if (q == NULL)
 			goto settled;
-		*e = (struct om_cache_entry){ .p = p,
-			.npages = (uint32_t)npages, .junked = 1 };
+		*e = front_entry(d);
 		p = (uintptr_t)q;
 	} else {
 		check_page_junk(d, (void *)p);
@@ -1939,6 +1945,14 @@ merge_neighbours(struct dir_info *d, struct om_cache_entry *add,
 	}
 }
 
+/* Whether the thread putting a run is one of d's own (uses d), not one
+ * of another pool's freeing d's block. */
+OM_INLINE int
+put_by_own(const struct dir_info *d)
+{
+	return (OM_SELF_TID(om_self) & mopts.pool_mask) == d->index;
+}
+
 /*
  * Take pages back: junk them, cache them, or unmap what does not fit.
  * A pool whose runs come back only from threads of other pools
@@ -2034,7 +2048,7 @@ om_cache_put_run(struct dir_info *d, void *p, size_t npages, int guarded)
 	}
 	if (OM_UNLIKELY(++d->cache_puts == OM_CACHE_DECAY_PUTS))
 		decay(d);
-	if ((OM_SELF_TID(om_self) & mopts.pool_mask) == d->index)
+	if (put_by_own(d))
 		d->cache_idle = 0;
 	else if (++d->cache_idle > IDLE_PUTS)
 		evict(d, (unsigned int)k, quarter(d, (unsigned int)k), 0);
@@ -2064,7 +2078,7 @@ om_cache_put(struct dir_info *d, void *p, size_t npages, int guarded)
 	    npages <= OM_CACHE_SMALL && has_room(d, (unsigned int)npages,
 	    npages) && d->cache_puts + 1 < OM_CACHE_DECAY_PUTS &&
 	    (t = taken_slot(d, (uintptr_t)p)) >= 0 &&
-	    (OM_SELF_TID(om_self) & mopts.pool_mask) == d->index) {
+	    put_by_own(d)) {
 		d->cache_taken[t] = 0;
 		page_junk(p);
 		d->cache_front = (uintptr_t)p;
