@@ -1200,6 +1200,22 @@ taken(struct dir_info *d, void *p, size_t npages)
 	d->cache_taken_next = t + 1;
 }
 
+/* Take the run in slot i of class k whole, made usable (see reuse); NULL
+ * if it could not be. */
+OM_INLINE void *
+take_slot(struct dir_info *d, unsigned int k, unsigned int i, int *zeroed)
+{
+	struct om_cache_entry *e = slot(d, k, i);
+	size_t npages = e->npages;
+	void *p;
+
+	if ((p = reuse(d, e, zeroed)) != NULL) {
+		remove_entry(d, k, i);
+		taken(d, p, npages);
+	}
+	return p;
+}
+
 /*
  * Take a run of class k, among its first n slots, that has npages pages,
  * the guard asked for and a start with no bit of mask set: from a random
@@ -1218,16 +1234,11 @@ take_fitting(struct dir_info *d, unsigned int k, unsigned int n,
 
 	for (j = 0; j < n; j++, i = i + 1 < n ? i + 1 : 0) {
 		struct om_cache_entry *e = slot(d, k, i);
-		void *p;
 
 		if (e->npages != npages || e->guarded != guarded ||
 		    (e->p & mask) != 0)
 			continue;
-		if ((p = reuse(d, e, zeroed)) != NULL) {
-			remove_entry(d, k, i);
-			taken(d, p, npages);
-		}
-		return p;
+		return take_slot(d, k, i, zeroed);
 	}
 	return NULL;
 }
@@ -1481,38 +1492,23 @@ om_cache_get_run(struct dir_info *d, size_t npages, int guarded, int *zeroed)
 }
 
 /*
- * A get with a run in the front (see om_cache_put).  One of its
- * length is what om_cache_get_run would give once settle put the front
- * run into its class, as the last of the used runs, slot w: the draw
- * over the w + 1 used runs, or with none the front run alone.  Taken
- * from slot i < w, the run is replaced by the front run, which is where
- * remove_entry would have moved it; taken from the front, the class is
- * as it was.  Either way the class's counts are what they were, and its
- * fewest used this round no more than w.  With used runs too few to
- * draw among, the draw is over the fresh ones too: settled first.
+ * A get's run from the front (see om_cache_get_front), drawn from class
+ * k, whose used runs are w: the front's run (i == w) or the used run of
+ * slot i < w, which leaves its slot to the front's.  NULL if that run
+ * could not be made usable, the front untouched.
  */
-void *
-om_cache_get_front(struct dir_info *d, size_t npages, int guarded,
-    int *zeroed)
+OM_INLINE void *
+front_take(struct dir_info *d, unsigned int k, unsigned int w,
+    unsigned int i, size_t npages, int *zeroed)
 {
 	uintptr_t p = d->cache_front;
-	unsigned int w, i;
 
-	if (p == 0 || d->cache_front_npages != npages || guarded)
-		goto settled;
-	w = d->cache_warm[npages];
-	if (d->cache_n[npages] == 0)
-		i = 0;
-	else if (w + 1 >= WARM_MIN)
-		i = (unsigned int)((om_rbyte(&d->rng) * (w + 1)) >> 8);
-	else
-		goto settled;
 	if (i < w) {
-		struct om_cache_entry *e = slot(d, (unsigned int)npages, i);
+		struct om_cache_entry *e = slot(d, k, i);
 		void *q = reuse(d, e, zeroed);
 
 		if (q == NULL)
-			goto settled;
+			return NULL;
 		*e = front_entry(d);
 		p = (uintptr_t)q;
 	} else {
@@ -1521,10 +1517,83 @@ om_cache_get_front(struct dir_info *d, size_t npages, int guarded,
 	}
 	d->cache_front = 0;
 	d->cache_idle = 0;
-	if (w < d->cache_low[npages])
-		d->cache_low[npages] = (uint16_t)w;
+	if (w < d->cache_low[k])
+		d->cache_low[k] = (uint16_t)w;
 	taken(d, (void *)p, npages);
 	return (void *)p;
+}
+
+/*
+ * om_cache_get_front for a front run of more than 32 pages: the draw
+ * om_cache_get_run makes in class 0 once settle has put the run in, as
+ * the last used one (slot w), the fresh run there moving to the end
+ * (add_entry): take_fitting's random start over the used runs, or over
+ * all of them where fewer than WARM_MIN are used, then the first run of
+ * npages from there on (class 0 holds runs of many lengths).  The
+ * front's run, at w, always fits.  A fresh run drawn is taken as the
+ * settled class holds it.
+ */
+static OM_NOINLINE void *
+get_front_long(struct dir_info *d, size_t npages, int *zeroed)
+{
+	unsigned int n = d->cache_n[0], w = d->cache_warm[0];
+	unsigned int all = w + 1 >= WARM_MIN ? w + 1 : n + 1, i = 0;
+	const struct om_cache_entry *e;
+	void *q;
+
+	if (all > 1)
+		i = (unsigned int)((om_rbyte(&d->rng) * all) >> 8);
+	for (; i != w; i = i + 1 < all ? i + 1 : 0) {
+		e = slot(d, 0, i < n ? i : w);
+		if (e->npages == npages && !e->guarded)
+			break;
+	}
+	if (i <= w && (q = front_take(d, 0, w, i, npages, zeroed)) != NULL)
+		return q;
+	settle(d);
+	d->cache_idle = 0;
+	if (i > w && (q = take_slot(d, 0, i, zeroed)) != NULL)
+		return q;
+	return om_cache_get_run(d, npages, 0, zeroed);
+}
+
+/*
+ * A get with a run in the front (see om_cache_put).  One of its
+ * length is what om_cache_get_run would give once settle put the front
+ * run into its class, as the last of the used runs, slot w: the draw
+ * over the w + 1 used runs, or with none the front run alone, and
+ * front_take takes it.  Taken from slot i < w, the run is replaced by
+ * the front run, which is where remove_entry would have moved it; taken
+ * from the front, the class is as it was.  Either way the class's counts
+ * are what they were, and its fewest used this round no more than w.
+ * With used runs too few to draw among, the draw is over the fresh ones
+ * too: settled first (class 0, get_front_long, settles only if it draws
+ * one).  A run that reuse() cannot make usable, one without access
+ * under U, where the front is not used, would also send the get the
+ * long way.
+ */
+void *
+om_cache_get_front(struct dir_info *d, size_t npages, int guarded,
+    int *zeroed)
+{
+	unsigned int w, i;
+	void *q;
+
+	if (d->cache_front == 0 || d->cache_front_npages != npages ||
+	    guarded)
+		goto settled;
+	if (npages > OM_CACHE_SMALL)
+		return get_front_long(d, npages, zeroed);
+	w = d->cache_warm[npages];
+	if (d->cache_n[npages] == 0)
+		i = 0;
+	else if (w + 1 >= WARM_MIN)
+		i = (unsigned int)((om_rbyte(&d->rng) * (w + 1)) >> 8);
+	else
+		goto settled;
+	if ((q = front_take(d, (unsigned int)npages, w, i, npages,
+	    zeroed)) != NULL)
+		return q;
 settled:
 	settle(d);
 	return om_cache_get_run(d, npages, guarded, zeroed);
@@ -2067,25 +2136,66 @@ om_cache_put_run(struct dir_info *d, void *p, size_t npages, int guarded)
  * cache as the put would have left it.  callgrind, a pair loop: 64 KiB
  * (its class otherwise empty) 677 instructions before, 533 now; 4 KiB
  * (four used runs, a batch's fresh ones) 672, 560; 16 KiB 673, 562.
+ * Runs of more than 32 pages too, since: their class 0 holds runs of
+ * many lengths, and in a loop often a reserve's fresh rest as well, so
+ * its draw is get_front_long's and its room put_long's.  256 KiB 735,
+ * 591; 1 MiB 754, 597 (64 KiB then 538, 4 KiB 565, for the tests that
+ * tell the classes apart).
+ *
+ * put_front: the run p of npages, to a class with room, into the front
+ * if it is a loop's: a put of this round that is not its last (decay
+ * comes then), of a run taken whole, by a thread of the pool.  1 if it
+ * is there now.
  */
-void
-om_cache_put(struct dir_info *d, void *p, size_t npages, int guarded)
+OM_INLINE int
+put_front(struct dir_info *d, void *p, size_t npages)
 {
 	int t;
 
-	if (d->cache_front == 0 && !guarded && !d->extras &&
-	    !mopts.opt.freeunmap && mopts.guard == 0 &&
-	    npages <= OM_CACHE_SMALL && has_room(d, (unsigned int)npages,
-	    npages) && d->cache_puts + 1 < OM_CACHE_DECAY_PUTS &&
-	    (t = taken_slot(d, (uintptr_t)p)) >= 0 &&
-	    put_by_own(d)) {
+	if (d->cache_puts + 1 < OM_CACHE_DECAY_PUTS &&
+	    (t = taken_slot(d, (uintptr_t)p)) >= 0 && put_by_own(d)) {
 		d->cache_taken[t] = 0;
 		page_junk(p);
 		d->cache_front = (uintptr_t)p;
 		d->cache_front_npages = (uint32_t)npages;
 		d->cache_puts++;
 		d->cache_idle = 0;
+		return 1;
+	}
+	return 0;
+}
+
+/*
+ * A put of more than 32 pages, with the front empty and allowed: room in
+ * class 0 as the put would find it is a free slot and its pages within
+ * big_max() with the run (up to cache_long pages), so that make_room,
+ * which every put there calls, would evict nothing, nor would the put
+ * unmap the run.  Out of line: its tests would make every put save
+ * registers.
+ */
+static OM_NOINLINE void
+put_long(struct dir_info *d, void *p, size_t npages)
+{
+	if (npages <= d->cache_long && npages <= d->cache_big_max &&
+	    d->cache_n[0] < d->cache_room[0] &&
+	    d->cache_big_pages + npages <= big_max(d) &&
+	    put_front(d, p, npages))
 		return;
+	om_cache_put_run(d, p, npages, 0);
+}
+
+void
+om_cache_put(struct dir_info *d, void *p, size_t npages, int guarded)
+{
+	if (d->cache_front == 0 && !guarded && !d->extras &&
+	    !mopts.opt.freeunmap && mopts.guard == 0) {
+		if (npages > OM_CACHE_SMALL) {
+			put_long(d, p, npages);
+			return;
+		}
+		if (has_room(d, (unsigned int)npages, npages) &&
+		    put_front(d, p, npages))
+			return;
 	}
 	settle(d);
 	om_cache_put_run(d, p, npages, guarded);

@@ -1975,6 +1975,144 @@ START_TEST(front_keeps_cache_whole)
 }
 END_TEST
 
+/*
+ * Runs of more than 32 pages (class 0, of many lengths) use the front
+ * too, also where class 0 holds a fresh run: the rest of a reserve that
+ * the next one could not join, which a get's draw covers while class 0
+ * has few used runs.  The loop's run is taken back from the front, and
+ * class 0 is left as it was, its fresh run in its slot.
+ */
+#define LONG_PAGES 64
+
+START_TEST(front_takes_long_run)
+{
+	struct dir_info *d = unit_front_pool();
+	struct om_cache_entry fresh;
+	char *one, *p, *q;
+	int i, bad = 0;
+
+	if (d == NULL)
+		return;
+	/* A page from a new reserve, and the page below that reserve taken,
+	 * so that the next reserve cannot join it: the rest of this one
+	 * goes into class 0, fresh. */
+	one = malloc(OM_PAGE_SIZE);
+	ck_assert_ptr_nonnull(one);
+	ck_assert_uint_gt(d->reserve_pages, OM_CACHE_SMALL);
+	ck_assert_ptr_ne(mmap((char *)d->reserve - OM_PAGE_SIZE, OM_PAGE_SIZE,
+	    PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1,
+	    0), MAP_FAILED);
+	p = malloc(LONG_PAGES * OM_PAGE_SIZE);
+	ck_assert_ptr_nonnull(p);
+	ck_assert_uint_eq(d->cache_n[0], 1);
+	ck_assert_uint_eq(d->cache_warm[0], 0);
+	fresh = d->cache[d->cache_base[0]];
+	ck_assert_uint_ne(fresh.npages, LONG_PAGES);
+	/* Freed, taken from class 0, freed again: a loop's run. */
+	free(p);
+	q = malloc(LONG_PAGES * OM_PAGE_SIZE);
+	ck_assert_ptr_eq(q, p);
+	free(q);
+	ck_assert_ptr_eq((void *)d->cache_front, p);
+	ck_assert_uint_eq(om_cache_held(d), d->cache_pages + LONG_PAGES);
+	for (i = 0; i < 100; i++) {
+		q = malloc(LONG_PAGES * OM_PAGE_SIZE);
+		bad += q != p || d->cache_front != 0 || d->cache_n[0] != 1 ||
+		    d->cache_warm[0] != 0 ||
+		    d->cache[d->cache_base[0]].p != fresh.p;
+		free(q);
+		bad += d->cache_front != (uintptr_t)p;
+	}
+	ck_assert_int_eq(bad, 0);
+	free(one);
+}
+END_TEST
+
+/*
+ * A loop's run of class 0 goes to the front only where class 0 would
+ * take it without giving anything back.  Here class 0 fills while the
+ * run is out: to within fewer pages than the run has of its limit
+ * (big_max: its share and what the short classes leave), or to its last
+ * slot.  The put gives back the longest run, or a quarter of the class,
+ * for it, as it would without the front.
+ */
+#define LIMIT_RUN 100
+
+/* The loop's run, taken whole from class 0, and count runs of len pages
+ * put into class 0 while it is out. */
+static void *
+fill_while_out(struct dir_info *d, size_t count, size_t len)
+{
+	void *r, *q;
+	size_t i;
+	int z;
+
+	om_lock(d);
+	r = om_cache_get(d, LIMIT_RUN, 0, &z);
+	om_cache_put(d, r, LIMIT_RUN, 0);
+	q = om_cache_get(d, LIMIT_RUN, 0, &z);
+	om_unlock(d);
+	ck_assert_ptr_nonnull(r);
+	ck_assert_ptr_eq(q, r);
+	ck_assert_uint_eq(d->cache_front, 0);
+	ck_assert_uint_eq(d->cache_big_pages, 0);
+	ck_assert_uint_le(len, d->cache_long);
+	for (i = 0; i < count; i++)
+		put_busy(d, own_pages(d, len), len);
+	ck_assert_uint_eq(d->cache_n[0], count);
+	return r;
+}
+
+static void
+put_back(struct dir_info *d, void *r)
+{
+	om_lock(d);
+	om_cache_put(d, r, LIMIT_RUN, 0);
+	om_unlock(d);
+	ck_assert_uint_eq(d->cache_front, 0);
+	ck_assert_int_eq(cached(d, r), 1);
+}
+
+START_TEST(front_keeps_class0_pages)
+{
+	struct dir_info *d = unit_front_pool();
+	size_t small, limit, count;
+	void *r;
+
+	if (d == NULL || d->cache_room[0] < 2)
+		return;
+	small = d->cache_pages - d->cache_big_pages;
+	limit = d->cache_big_max + (small < d->cache_small_max ?
+	    d->cache_small_max - small : 0);
+	count = d->cache_room[0] - 1u;
+	r = fill_while_out(d, count, (limit - LIMIT_RUN) / count + 1);
+	ck_assert_uint_le(d->cache_big_pages, limit);
+	ck_assert_uint_gt(d->cache_big_pages + LIMIT_RUN, limit);
+	put_back(d, r);
+	ck_assert_uint_eq(d->cache_n[0], count);
+	ck_assert_uint_le(d->cache_big_pages, limit);
+	settle(d);
+	malloc_trim(0);
+}
+END_TEST
+
+START_TEST(front_keeps_class0_slots)
+{
+	struct dir_info *d = unit_front_pool();
+	unsigned int room;
+	void *r;
+
+	if (d == NULL || d->cache_room[0] < 4)
+		return;
+	room = d->cache_room[0];
+	r = fill_while_out(d, room, OM_CACHE_SMALL + 1);
+	put_back(d, r);
+	ck_assert_uint_eq(d->cache_n[0], room - quarter_of(d, 0) + 1);
+	settle(d);
+	malloc_trim(0);
+}
+END_TEST
+
 /* malloc_trim gives the front's run back with the rest. */
 START_TEST(front_trimmed)
 {
@@ -2143,6 +2281,9 @@ main(void)
 	tcase_add_test(t, front_draws_among_used_runs);
 	tcase_add_test(t, front_trimmed);
 	tcase_add_test(t, front_keeps_cache_whole);
+	tcase_add_test(t, front_takes_long_run);
+	tcase_add_test(t, front_keeps_class0_pages);
+	tcase_add_test(t, front_keeps_class0_slots);
 	tcase_add_test(t, front_write_after_free);
 	tcase_add_test(t, depot_limit);
 	tcase_add_test(t, idle_pool_gives_back);
