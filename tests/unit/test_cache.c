@@ -2113,6 +2113,249 @@ START_TEST(front_keeps_class0_slots)
 }
 END_TEST
 
+/*
+ * What om_cache_put and om_cache_get leave, the front's way, is what
+ * the long way leaves (om_cache_put_run, om_cache_get_run: the run put
+ * into its class, then a draw over it) for the same random bytes: the
+ * same run, the same pool fields, the same runs slot for slot.  Runs of
+ * many lengths come and go at the cache's level, in this thread's pool,
+ * so that the front applies; each run just taken is put back and asked
+ * for again both ways, from the same state.  Nothing here allocates
+ * while the pool is locked.
+ */
+#define SAME_ROUNDS 3
+#define SAME_STEPS 1000
+#define SAME_SLOTS 8192
+
+struct cache_state {
+	struct dir_info d;
+	struct om_cache_entry slot[SAME_SLOTS];
+	void *got;
+	int zeroed;
+};
+
+static struct cache_state same_from, same_a, same_b;
+
+static unsigned int
+slots_of(const struct dir_info *d)
+{
+	return d->cache_base[0] + d->cache_room[0];
+}
+
+/* The length of an empty front is what it last held: not compared. */
+static void
+state_save(const struct dir_info *d, struct cache_state *s)
+{
+	s->d = *d;
+	if (s->d.cache_front == 0)
+		s->d.cache_front_npages = 0;
+	memcpy(s->slot, d->cache, slots_of(d) * sizeof(s->slot[0]));
+}
+
+static void
+state_load(struct dir_info *d, const struct cache_state *s)
+{
+	*d = s->d;
+	memcpy(d->cache, s->slot, slots_of(d) * sizeof(s->slot[0]));
+}
+
+/* Where a and b differ, or NULL.  Slots past a class's runs are left
+ * over from runs that moved, and may differ. */
+static const char *
+state_diff(const struct cache_state *a, const struct cache_state *b)
+{
+	unsigned int k, i;
+
+	if (a->got != b->got || a->zeroed != b->zeroed)
+		return "the run got";
+	if (memcmp(&a->d, &b->d, sizeof(a->d)) != 0)
+		return "the pool's fields";
+	for (k = 0; k < OM_CACHE_CLASSES; k++)
+		for (i = 0; i < a->d.cache_n[k]; i++)
+			if (memcmp(&a->slot[a->d.cache_base[k] + i],
+			    &b->slot[a->d.cache_base[k] + i],
+			    sizeof(a->slot[0])) != 0)
+				return "a class's runs";
+	return NULL;
+}
+
+/* The slots past each class's runs, left over from runs that moved,
+ * made to look like runs of npages: a get that read one as a run would
+ * take it (and fault) or draw otherwise. */
+static void
+poison_spare_slots(struct dir_info *d, size_t npages)
+{
+	struct om_cache_entry bad = { .p = OM_PAGE_SIZE,
+		.npages = (uint32_t)npages };
+	unsigned int k, i;
+
+	for (k = 0; k < OM_CACHE_CLASSES; k++)
+		for (i = d->cache_n[k]; i < d->cache_room[k]; i++)
+			d->cache[d->cache_base[k] + i] = bad;
+}
+
+/* Whether a get took run p whole, so that a put of it is a loop's: one
+ * that leaves the bounds index alone, which the states do not hold. */
+static int
+taken_whole(const struct dir_info *d, const void *p)
+{
+	unsigned int t;
+
+	for (t = 0; t < OM_CACHE_TAKEN; t++)
+		if (d->cache_taken[t] == (uintptr_t)p)
+			return 1;
+	return 0;
+}
+
+/*
+ * Fresh runs of FRESH_PAGES in class 0, as a pool gets them: the rest of
+ * a reserve that the next reserve, mapped for a run longer than that
+ * rest, cannot join, since the page below the rest is taken.  The runs
+ * taken on the way go to live[] (their lengths to len[]), FRESH_KEPT at
+ * most.  What went
+ * wrong, or NULL: called with the pool locked, where Check's assertions
+ * would allocate.
+ */
+#define FRESH_PAGES 36
+#define FRESH_RUNS 16
+#define FRESH_KEPT (6 * FRESH_RUNS)	/* runs taken on the way, at most */
+
+/* A run of npages from the cache, in live[*n] (its length in len[*n]);
+ * 0 if there was none. */
+static int
+take_run(struct dir_info *d, void **live, size_t *len, unsigned int *n,
+    size_t npages)
+{
+	int z;
+
+	len[*n] = npages;
+	live[*n] = om_cache_get(d, npages, 0, &z);
+	return live[(*n)++] != NULL;
+}
+
+static const char *
+fresh_long_runs(struct dir_info *d, void **live, size_t *len)
+{
+	unsigned int i, n = 0;
+
+	for (i = 0; i < FRESH_RUNS; i++) {
+		if (n + 6 > FRESH_KEPT)
+			return "too many runs taken";
+		/* A reserve longer than FRESH_PAGES by more than 8 pages
+		 * (shorter runs come in batches), then cut to FRESH_PAGES by
+		 * runs of at most 128 (longer ones are mapped apart). */
+		if (!take_run(d, live, len, &n, 1) ||
+		    (d->reserve_pages < FRESH_PAGES + 9 &&
+		    !take_run(d, live, len, &n, FRESH_PAGES + 9)))
+			return "no run";
+		while (d->reserve_pages > FRESH_PAGES + 128 &&
+		    n + 4 < FRESH_KEPT)
+			if (!take_run(d, live, len, &n, 100))
+				return "no run";
+		if (d->reserve_pages - FRESH_PAGES > 128 ||
+		    !take_run(d, live, len, &n, d->reserve_pages -
+		    FRESH_PAGES) || d->reserve_pages != FRESH_PAGES)
+			return "the reserve not cut";
+		if (mmap((char *)d->reserve - OM_PAGE_SIZE, OM_PAGE_SIZE,
+		    PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS |
+		    MAP_FIXED_NOREPLACE, -1, 0) == MAP_FAILED)
+			return "the page below the reserve in use";
+		if (!take_run(d, live, len, &n, FRESH_PAGES + 1))
+			return "no run";
+	}
+	for (i = d->cache_warm[0], n = 0; i < d->cache_n[0]; i++)
+		n += d->cache[d->cache_base[0] + i].npages == FRESH_PAGES;
+	return n < FRESH_RUNS ? "fresh runs missing" : NULL;
+}
+
+START_TEST(front_same_as_settled)
+{
+	static const size_t lengths[16] = { 1, 33, FRESH_PAGES, FRESH_PAGES,
+	    40, FRESH_PAGES, 2, 4, 16, 64, 64, 64, 64, 100, 100,
+	    FRESH_PAGES };
+	static void *kept[SAME_ROUNDS][FRESH_KEPT];
+	static size_t kept_len[SAME_ROUNDS][FRESH_KEPT];
+	struct dir_info *d = unit_front_pool();
+	void *live[48] = { NULL }, *p;
+	size_t len[48], n;
+	unsigned int seed = 4242, round, step, j, fronts = 0, longs = 0;
+	unsigned int fresh = 0, other = 0;
+	const char *fault = NULL;
+	int z;
+
+	if (d == NULL)
+		return;
+	ck_assert_uint_le(slots_of(d), SAME_SLOTS);
+	for (round = 0; round < SAME_ROUNDS && fault == NULL; round++) {
+		/* Reserves cut as in a pool with nothing cached. */
+		malloc_trim(0);
+		om_lock(d);
+		fault = fresh_long_runs(d, kept[round], kept_len[round]);
+		om_unlock(d);
+		ck_assert_msg(fault == NULL, "%s", fault);
+		for (step = 0; step < SAME_STEPS && fault == NULL; step++) {
+			seed = seed * 1103515245u + 12345u;
+			j = (seed >> 8) % 48;
+			/* At first the fresh runs' length and a few others,
+			 * while class 0 has few used runs and its draw covers
+			 * the fresh ones; then any. */
+			n = lengths[(seed >> 16) % (step < 300 ? 6 : 16)];
+			om_lock(d);
+			if (live[j] != NULL) {
+				om_cache_put(d, live[j], len[j], 0);
+				live[j] = NULL;
+				om_unlock(d);
+				continue;
+			}
+			p = live[j] = om_cache_get(d, n, 0, &z);
+			len[j] = n;
+			if (p == NULL || !taken_whole(d, p)) {
+				om_unlock(d);
+				continue;
+			}
+			/* Back and again, the front's way ... */
+			poison_spare_slots(d, n);
+			state_save(d, &same_from);
+			om_cache_put(d, p, n, 0);
+			fronts += d->cache_front != 0;
+			longs += d->cache_front != 0 && n > OM_CACHE_SMALL;
+			same_a.got = om_cache_get(d, n, 0, &same_a.zeroed);
+			state_save(d, &same_a);
+			/* ... and the long way. */
+			state_load(d, &same_from);
+			om_cache_put_run(d, p, n, 0);
+			same_b.got = om_cache_get_run(d, n, 0,
+			    &same_b.zeroed);
+			state_save(d, &same_b);
+			fault = state_diff(&same_a, &same_b);
+			live[j] = same_b.got;
+			/* Another run of class 0 drawn, a fresh one too. */
+			other += n > OM_CACHE_SMALL && same_b.got != p;
+			fresh += n > OM_CACHE_SMALL && same_b.zeroed;
+			om_unlock(d);
+		}
+	}
+	ck_assert_msg(fault == NULL, "round %u, step %u: %s", round, step,
+	    fault);
+	/* Most runs put back went to the front, long ones among them, and
+	 * draws took other runs of class 0, fresh ones too. */
+	ck_assert_uint_gt(fronts, SAME_ROUNDS * SAME_STEPS / 5);
+	ck_assert_uint_gt(longs, SAME_ROUNDS * SAME_STEPS / 8);
+	ck_assert_uint_gt(other, SAME_ROUNDS * SAME_STEPS / 20);
+	ck_assert_uint_gt(fresh, 0);
+	om_lock(d);
+	for (j = 0; j < 48; j++)
+		if (live[j] != NULL)
+			om_cache_put(d, live[j], len[j], 0);
+	for (round = 0; round < SAME_ROUNDS; round++)
+		for (j = 0; j < FRESH_KEPT && kept[round][j] != NULL; j++)
+			om_cache_put(d, kept[round][j], kept_len[round][j],
+			    0);
+	om_unlock(d);
+	malloc_trim(0);
+}
+END_TEST
+
 /* malloc_trim gives the front's run back with the rest. */
 START_TEST(front_trimmed)
 {
@@ -2284,6 +2527,7 @@ main(void)
 	tcase_add_test(t, front_takes_long_run);
 	tcase_add_test(t, front_keeps_class0_pages);
 	tcase_add_test(t, front_keeps_class0_slots);
+	tcase_add_test(t, front_same_as_settled);
 	tcase_add_test(t, front_write_after_free);
 	tcase_add_test(t, depot_limit);
 	tcase_add_test(t, idle_pool_gives_back);
