@@ -1524,19 +1524,19 @@ front_take(struct dir_info *d, unsigned int k, unsigned int w,
 }
 
 /*
- * om_cache_get_front for a front run of more than 32 pages: the draw
- * om_cache_get_run makes in class 0 once settle has put the run in, as
- * the last used one (slot w), the fresh run there moving to the end
- * (add_entry): take_fitting's random start over the used runs, or over
- * all of them where fewer than WARM_MIN are used, then the first run of
- * npages from there on (class 0 holds runs of many lengths).  The
- * front's run, at w, always fits.  A fresh run drawn is taken as the
- * settled class holds it.
+ * om_cache_get_front's draw where it covers more than the used runs
+ * (see below), or class k holds runs of many lengths (class 0): the draw
+ * om_cache_get_run makes once settle has put the front's run in, as the
+ * last used one (slot w), the fresh run there moving to the end
+ * (add_entry).  That is take_fitting's random start over the used runs,
+ * or over all of them where fewer than WARM_MIN are used, then the first
+ * run of npages from there on.  The front's run, at w, always fits.  A
+ * fresh run drawn is taken as the settled class holds it.
  */
-static OM_NOINLINE void *
-get_front_long(struct dir_info *d, size_t npages, int *zeroed)
+OM_INLINE void *
+front_drawn(struct dir_info *d, unsigned int k, size_t npages, int *zeroed)
 {
-	unsigned int n = d->cache_n[0], w = d->cache_warm[0];
+	unsigned int n = d->cache_n[k], w = d->cache_warm[k];
 	unsigned int all = w + 1 >= WARM_MIN ? w + 1 : n + 1, i = 0;
 	const struct om_cache_entry *e;
 	void *q;
@@ -1544,17 +1544,31 @@ get_front_long(struct dir_info *d, size_t npages, int *zeroed)
 	if (all > 1)
 		i = (unsigned int)((om_rbyte(&d->rng) * all) >> 8);
 	for (; i != w; i = i + 1 < all ? i + 1 : 0) {
-		e = slot(d, 0, i < n ? i : w);
+		e = slot(d, k, i < n ? i : w);
 		if (e->npages == npages && !e->guarded)
 			break;
 	}
-	if (i <= w && (q = front_take(d, 0, w, i, npages, zeroed)) != NULL)
+	if (i <= w && (q = front_take(d, k, w, i, npages, zeroed)) != NULL)
 		return q;
 	settle(d);
 	d->cache_idle = 0;
-	if (i > w && (q = take_slot(d, 0, i, zeroed)) != NULL)
+	if (i > w && (q = take_slot(d, k, i, zeroed)) != NULL)
 		return q;
 	return om_cache_get_run(d, npages, 0, zeroed);
+}
+
+/* front_drawn out of line: for class 0, built for it alone, and for a
+ * class of runs of one length. */
+static OM_NOINLINE void *
+front_drawn_long(struct dir_info *d, size_t npages, int *zeroed)
+{
+	return front_drawn(d, 0, npages, zeroed);
+}
+
+static OM_NOINLINE void *
+front_drawn_short(struct dir_info *d, size_t npages, int *zeroed)
+{
+	return front_drawn(d, (unsigned int)npages, npages, zeroed);
 }
 
 /*
@@ -1567,10 +1581,9 @@ get_front_long(struct dir_info *d, size_t npages, int *zeroed)
  * from the front, the class is as it was.  Either way the class's counts
  * are what they were, and its fewest used this round no more than w.
  * With used runs too few to draw among, the draw is over the fresh ones
- * too: settled first (class 0, get_front_long, settles only if it draws
- * one).  A run that reuse() cannot make usable, one without access
- * under U, where the front is not used, would also send the get the
- * long way.
+ * too, and class 0 holds runs of many lengths: front_drawn.  A run
+ * that reuse() cannot make usable, one without access under U, where
+ * the front is not used, would send the get the long way.
  */
 void *
 om_cache_get_front(struct dir_info *d, size_t npages, int guarded,
@@ -1583,14 +1596,14 @@ om_cache_get_front(struct dir_info *d, size_t npages, int guarded,
 	    guarded)
 		goto settled;
 	if (npages > OM_CACHE_SMALL)
-		return get_front_long(d, npages, zeroed);
+		return front_drawn_long(d, npages, zeroed);
 	w = d->cache_warm[npages];
 	if (d->cache_n[npages] == 0)
 		i = 0;
 	else if (w + 1 >= WARM_MIN)
 		i = (unsigned int)((om_rbyte(&d->rng) * (w + 1)) >> 8);
 	else
-		goto settled;
+		return front_drawn_short(d, npages, zeroed);
 	if ((q = front_take(d, (unsigned int)npages, w, i, npages,
 	    zeroed)) != NULL)
 		return q;
@@ -2138,7 +2151,7 @@ om_cache_put_run(struct dir_info *d, void *p, size_t npages, int guarded)
  * (four used runs, a batch's fresh ones) 672, 560; 16 KiB 673, 562.
  * Runs of more than 32 pages too, since: their class 0 holds runs of
  * many lengths, and in a loop often a reserve's fresh rest as well, so
- * its draw is get_front_long's and its room put_long's.  256 KiB 735,
+ * its draw is front_drawn's and its room put_long's.  256 KiB 735,
  * 591; 1 MiB 754, 597 (64 KiB then 538, 4 KiB 565, for the tests that
  * tell the classes apart).
  *
