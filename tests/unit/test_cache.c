@@ -1975,6 +1975,48 @@ START_TEST(front_keeps_cache_whole)
 }
 END_TEST
 
+/*
+ * In a pool of one thread a run cut from a longer one and freed joins
+ * it again; cut from it again at the same length, it is a loop's: freed,
+ * it waits in the front, and the next get of its length takes it from
+ * there instead of cutting the longer run once more.
+ */
+START_TEST(cut_twice_is_a_loop)
+{
+	struct dir_info *d = unit_front_pool();
+	char *big, *p, *q;
+	int i, bad = 0;
+
+	if (d == NULL || d->threads > 1)
+		return;
+	big = malloc(256 * OM_PAGE_SIZE);
+	ck_assert_ptr_nonnull(big);
+	free(big);
+	ck_assert_int_eq(cached(d, big), 1);
+	/* Cut, freed, whole again. */
+	p = malloc(UNIT_FRONT_PAGES * OM_PAGE_SIZE);
+	ck_assert_ptr_eq(p, big);
+	free(p);
+	ck_assert_uint_eq(d->cache_front, 0);
+	ck_assert_uint_eq(d->cache_n[0], 1);
+	ck_assert_uint_eq(d->cache[d->cache_base[0]].npages, 256);
+	/* Cut again alike: a loop's run from now on. */
+	p = malloc(UNIT_FRONT_PAGES * OM_PAGE_SIZE);
+	ck_assert_ptr_eq(p, big);
+	free(p);
+	ck_assert_ptr_eq((void *)d->cache_front, p);
+	ck_assert_uint_eq(d->cache[d->cache_base[0]].npages,
+	    256 - UNIT_FRONT_PAGES);
+	for (i = 0; i < 100; i++) {
+		q = malloc(UNIT_FRONT_PAGES * OM_PAGE_SIZE);
+		bad += q != p || d->cache_front != 0;
+		free(q);
+		bad += d->cache_front != (uintptr_t)p;
+	}
+	ck_assert_int_eq(bad, 0);
+}
+END_TEST
+
 /* Take the page below p, so that no mapping can end where p starts: 1
  * if it is taken now, by this or something else. */
 static int
@@ -2531,6 +2573,7 @@ main(void)
 	tcase_add_test(t, front_trimmed);
 	tcase_add_test(t, front_keeps_cache_whole);
 	tcase_add_test(t, front_takes_long_run);
+	tcase_add_test(t, cut_twice_is_a_loop);
 	tcase_add_test(t, front_keeps_class0_pages);
 	tcase_add_test(t, front_keeps_class0_slots);
 	tcase_add_test(t, front_same_as_settled);
