@@ -493,11 +493,11 @@ struct dir_info {
 	uint32_t cache_gone[OM_CACHE_GONE];	/* runs too long for it that
 						 * were unmapped lately */
 	unsigned int cache_gone_next;	/* the oldest of them */
-	uint32_t cache_cut_npages;	/* the last run cut from a longer
-					 * one, in a pool of one thread, and
-					 * where (see take_longer) */
+	uint32_t cache_cut_npages;	/* the length of the last run cut
+					 * from a longer one, in a pool of one
+					 * thread (see take_longer) ... */
 	size_t cache_small_max;		/* at most in classes 1..32 */
-	uintptr_t cache_cut;
+	uintptr_t cache_cut;		/* ... and where it starts */
 
 	/* Fresh pages mapped ahead, handed out on cache misses. */
 	uintptr_t reserve;
