@@ -986,12 +986,6 @@ add_entry(struct dir_info *d, unsigned int k, struct om_cache_entry e)
 	return d->cache_base[k] + n;
 }
 
-/*
- * The front run (see om_cache_put) into its class, where the put that
- * left it would have added it: nothing else used the cache since, so the
- * class still has room.  Every use of the cache but a loop's get and put
- * does this first.
- */
 /* The front's run as its class holds it: used, junked, unguarded. */
 OM_INLINE struct om_cache_entry
 front_entry(const struct dir_info *d)
@@ -1000,6 +994,12 @@ front_entry(const struct dir_info *d)
 		.npages = d->cache_front_npages, .junked = 1 };
 }
 
+/*
+ * The front run (see om_cache_put) into its class, where the put that
+ * left it would have added it: nothing else used the cache since, so the
+ * class still has room.  Every use of the cache but a loop's get and put
+ * does this first.
+ */
 static OM_NOINLINE void
 settle_front(struct dir_info *d)
 {
@@ -2193,7 +2193,9 @@ put_front(struct dir_info *d, void *p, size_t npages)
  * class 0 as the put would find it is a free slot and its pages within
  * big_max() with the run (up to cache_long pages), so that make_room,
  * which every put there calls, would evict nothing, nor would the put
- * unmap the run.  Out of line: its tests would make every put save
+ * unmap the run.  That is room_for(d, 0, npages) > 0, tested without its
+ * division: calling it made a 256 KiB pair 11 instructions longer (602)
+ * and 0.93x as fast.  Out of line: its tests would make every put save
  * registers.
  */
 static OM_NOINLINE void
