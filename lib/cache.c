@@ -1200,6 +1200,23 @@ taken(struct dir_info *d, void *p, size_t npages)
 	d->cache_taken_next = t + 1;
 }
 
+/*
+ * The block at p, a run a get may have taken whole, changes its length
+ * (realloc cut it or grew it in place) or moved: freed, it is not a
+ * loop's run come back as it was, and joins its neighbours.  A run of
+ * 32 pages cut to 16 so went back into the front, and its two halves
+ * never joined again: a loop of such blocks kept mapping 32 pages anew
+ * and evicting halves, 51 times glibc's time at 64 KiB.
+ */
+void
+om_cache_forget(struct dir_info *d, uintptr_t p)
+{
+	int t = taken_slot(d, p);
+
+	if (t >= 0)
+		d->cache_taken[t] = 0;
+}
+
 /* Take the run in slot i of class k whole, made usable (see reuse); NULL
  * if it could not be. */
 OM_INLINE void *

@@ -831,6 +831,7 @@ om_cache_held(const struct dir_info *d)
 	    d->cache_front_npages : 0);
 }
 int om_cache_take_at(struct dir_info *d, uintptr_t p, size_t npages);
+void om_cache_forget(struct dir_info *d, uintptr_t p);
 void *om_cache_get_to_grow(struct dir_info *d, size_t npages, int step,
     int *zeroed);
 void om_cache_grown_to(struct dir_info *d, size_t npages);

@@ -2017,6 +2017,64 @@ START_TEST(cut_twice_is_a_loop)
 }
 END_TEST
 
+/* The length of the cached run that starts at p, 0 if none does. */
+static size_t
+run_at(const struct dir_info *d, const void *p)
+{
+	unsigned int k, i;
+
+	for (k = 0; k < OM_CACHE_CLASSES; k++)
+		for (i = 0; i < d->cache_n[k]; i++)
+			if (d->cache[d->cache_base[k] + i].p == (uintptr_t)p)
+				return d->cache[d->cache_base[k] + i].npages;
+	return 0;
+}
+
+/* The thread's pool, freshly trimmed, where realloc may resize page
+ * regions in place (no guard pages, no R, not concealed); NULL if not. */
+static struct dir_info *
+resizing_pool(void)
+{
+	struct dir_info *d;
+
+	unit_init();
+	free(malloc(1));
+	malloc_trim(0);
+	d = mopts.pools[OM_SELF_TID(om_self) & mopts.pool_mask];
+	if (mopts.guard || mopts.opt.realloc_move || d->conceal ||
+	    d->threads > 1)
+		return NULL;
+	return d;
+}
+
+/*
+ * A run taken whole that realloc cut in place is no loop's run when its
+ * block is freed: it joins the rest cut off it, and the cache holds the
+ * run whole again, not two halves (which a loop of such blocks took for
+ * two runs of the shorter length, mapping the longer anew every time).
+ */
+START_TEST(cut_block_joins_its_rest)
+{
+	struct dir_info *d = resizing_pool();
+	char *p, *q;
+	int i;
+
+	if (d == NULL)
+		return;
+	for (i = 0; i < 3; i++) {
+		p = malloc(32 * OM_PAGE_SIZE);
+		ck_assert_ptr_nonnull(p);
+		q = realloc(p, 16 * OM_PAGE_SIZE);
+		ck_assert_ptr_eq(q, p);
+		ck_assert_uint_eq(run_at(d, p + 16 * OM_PAGE_SIZE), 16);
+		free(q);
+		ck_assert_uint_eq(d->cache_front, 0);
+		ck_assert_uint_eq(run_at(d, p), 32);
+		ck_assert_uint_eq(run_at(d, p + 16 * OM_PAGE_SIZE), 0);
+	}
+}
+END_TEST
+
 /* Take the page below p, so that no mapping can end where p starts: 1
  * if it is taken now, by this or something else. */
 static int
@@ -2574,6 +2632,7 @@ main(void)
 	tcase_add_test(t, front_keeps_cache_whole);
 	tcase_add_test(t, front_takes_long_run);
 	tcase_add_test(t, cut_twice_is_a_loop);
+	tcase_add_test(t, cut_block_joins_its_rest);
 	tcase_add_test(t, front_keeps_class0_pages);
 	tcase_add_test(t, front_keeps_class0_slots);
 	tcase_add_test(t, front_same_as_settled);
