@@ -547,7 +547,6 @@ resize(struct dir_info *d, struct region_info *r, void *p, size_t newsz)
 		if (mopts.guard && oldlen < REALLOC_INPLACE_MIN)
 			return NULL;
 		d->cheap_realloc_tries++;
-		om_cache_forget(d, (uintptr_t)page);
 		/* Guarded, by the kernel; else into the cached pages behind
 		 * it; from 64 KiB, else onto the front of a cached run, else
 		 * by the kernel. */
