@@ -501,6 +501,7 @@ move(struct dir_info *d, void *p, size_t oldsz, size_t newsz, int zero,
 	const char *func = d->func;
 	size_t len = oldsz < newsz ? oldsz : newsz;
 	int flags = zero, unlocked = newsz > OM_MAXCHUNK;
+	uintptr_t from = 0;
 	void *q;
 
 	if (newsz > oldsz)
@@ -518,7 +519,15 @@ move(struct dir_info *d, void *p, size_t oldsz, size_t newsz, int zero,
 	/* alloc may have grown the table: look p up again. */
 	if (OM_UNLIKELY((r = om_region_find(d, p)) == NULL))
 		om_fatal(d, "bogus pointer (double free?)", p);
+	if (!OM_REGION_IS_CHUNK(r) && ((uintptr_t)p & OM_PAGE_MASK) == 0)
+		from = (uintptr_t)p;
 	release(d, r, p, clearsz > 0, clearsz);
+	/* A block grown into pages of its own, from a chunk or from pages
+	 * (see om_cache_get_grown). */
+	if (newsz > oldsz && newsz >= OM_PAGE_SIZE &&
+	    ((uintptr_t)q & OM_PAGE_MASK) == 0)
+		om_cache_grew(d, from, OM_PAGEROUND(oldsz) >> OM_PAGE_SHIFT,
+		    (uintptr_t)q, OM_PAGEROUND(newsz) >> OM_PAGE_SHIFT);
 	return q;
 }
 

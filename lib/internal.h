@@ -498,6 +498,12 @@ struct dir_info {
 					 * thread (see take_longer) ... */
 	size_t cache_small_max;		/* at most in classes 1..32 */
 	uintptr_t cache_cut;		/* ... and where it starts */
+	/* The block realloc grew last, where it is now and its length,
+	 * and the length it had as its growth began: a get of that length
+	 * while its run is cached cuts it (see om_cache_get_grown). */
+	uintptr_t cache_grown;
+	uint32_t cache_grown_npages;
+	uint32_t cache_grow_first;	/* 0: no get cuts it */
 
 	/* Fresh pages mapped ahead, handed out on cache misses. */
 	uintptr_t reserve;
@@ -832,6 +838,9 @@ om_cache_held(const struct dir_info *d)
 }
 int om_cache_take_at(struct dir_info *d, uintptr_t p, size_t npages);
 void om_cache_forget(struct dir_info *d, uintptr_t p);
+void om_cache_grew(struct dir_info *d, uintptr_t from, size_t frompages,
+    uintptr_t to, size_t topages);
+void *om_cache_get_grown(struct dir_info *d, size_t npages, int *zeroed);
 void *om_cache_get_to_grow(struct dir_info *d, size_t npages, int step,
     int *zeroed);
 void om_cache_grown_to(struct dir_info *d, size_t npages);

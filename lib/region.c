@@ -566,6 +566,8 @@ resize(struct dir_info *d, struct region_info *r, void *p, size_t newsz)
 			d->mapped += newlen - oldlen;
 			om_cache_grown_to(d, newlen >> OM_PAGE_SHIFT);
 		}
+		om_cache_grew(d, (uintptr_t)page, oldlen >> OM_PAGE_SHIFT,
+		    (uintptr_t)q, newlen >> OM_PAGE_SHIFT);
 		if (q != page) {
 			r = rekey(d, r, (uintptr_t)q);
 			p = page = q;

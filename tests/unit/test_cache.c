@@ -2075,6 +2075,64 @@ START_TEST(cut_block_joins_its_rest)
 }
 END_TEST
 
+/*
+ * A buffer built again and again from one length by realloc grows in
+ * place: the get of its first length cuts the run the last one left
+ * (once a growth), and the block grows into the rest.  n pages doubled
+ * once, and 1 page doubled up to 16.
+ */
+START_TEST(grown_block_regrows_in_place)
+{
+	static const size_t first[] = { 1, 4, 16 };
+	struct dir_info *d = resizing_pool();
+	char *p, *q, *last = NULL;
+	size_t f, n, len;
+	int i, moved;
+
+	if (d == NULL)
+		return;
+	for (f = 0; f < sizeof(first) / sizeof(first[0]); f++) {
+		n = first[f];
+		for (i = 0; i < 4; i++) {
+			p = malloc(n * OM_PAGE_SIZE);
+			ck_assert_ptr_nonnull(p);
+			p[0] = 1;
+			if (i > 0)
+				ck_assert_ptr_eq(p, last);
+			q = realloc(p, 2 * n * OM_PAGE_SIZE);
+			ck_assert_ptr_nonnull(q);
+			if (i > 0)
+				ck_assert_ptr_eq(q, p);
+			ck_assert_int_eq(q[0], 1);
+			ck_assert_uint_eq(d->cache_grow_first, n);
+			free(q);
+			last = q;
+		}
+	}
+	for (i = 0; i < 4; i++) {
+		p = malloc(OM_PAGE_SIZE);
+		ck_assert_ptr_nonnull(p);
+		moved = 0;
+		for (len = 2; len <= 16; len *= 2) {
+			q = realloc(p, len * OM_PAGE_SIZE);
+			ck_assert_ptr_nonnull(q);
+			moved += q != p;
+			p = q;
+		}
+		if (i > 0)
+			ck_assert_int_eq(moved, 0);
+		free(p);
+		last = p;
+	}
+	/* Once a growth: a get of the first length without one after it
+	 * leaves the next get of that length alone. */
+	p = malloc(OM_PAGE_SIZE);
+	ck_assert_ptr_eq(p, last);
+	ck_assert_uint_eq(d->cache_grow_first, 0);
+	free(p);
+}
+END_TEST
+
 /* Take the page below p, so that no mapping can end where p starts: 1
  * if it is taken now, by this or something else. */
 static int
@@ -2633,6 +2691,7 @@ main(void)
 	tcase_add_test(t, front_takes_long_run);
 	tcase_add_test(t, cut_twice_is_a_loop);
 	tcase_add_test(t, cut_block_joins_its_rest);
+	tcase_add_test(t, grown_block_regrows_in_place);
 	tcase_add_test(t, front_keeps_class0_pages);
 	tcase_add_test(t, front_keeps_class0_slots);
 	tcase_add_test(t, front_same_as_settled);
