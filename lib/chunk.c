@@ -281,7 +281,7 @@ make_chunks(struct dir_info *d, unsigned int bucket)
 	info = alloc_info(d, bucket);
 	if (info == NULL)
 		return NULL;
-	page = om_cache_get(d, 1, 0, &zeroed);
+	page = om_cache_get_chunk_page(d, &zeroed);
 	if (page == NULL)
 		goto fail_info;
 	if (bucket == 0) {

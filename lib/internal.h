@@ -819,6 +819,21 @@ om_cache_get(struct dir_info *d, size_t npages, int guarded, int *zeroed)
 	return om_cache_get_run(d, npages, guarded, zeroed);
 }
 
+/* A page for chunks: as om_cache_get, but never the front of the run
+ * the block realloc grew last left, which that buffer's next round
+ * would grow into (see om_cache_get_grown). */
+OM_INLINE void *
+om_cache_get_chunk_page(struct dir_info *d, int *zeroed)
+{
+	uint32_t first = d->cache_grow_first;
+	void *p;
+
+	d->cache_grow_first = 0;
+	p = om_cache_get(d, 1, 0, zeroed);
+	d->cache_grow_first = first;
+	return p;
+}
+
 size_t om_cache_trim(struct dir_info *d);
 int om_cache_give_back(struct dir_info *d);
 

@@ -2085,7 +2085,7 @@ START_TEST(grown_block_regrows_in_place)
 {
 	static const size_t first[] = { 1, 4, 16 };
 	struct dir_info *d = resizing_pool();
-	char *p, *q, *last = NULL;
+	char *p, *q, *last = NULL, *chunks[8];
 	size_t f, n, len;
 	int i, moved;
 
@@ -2124,12 +2124,20 @@ START_TEST(grown_block_regrows_in_place)
 		free(p);
 		last = p;
 	}
+	/* New chunk pages leave the run alone. */
+	for (i = 0; i < 8; i++) {
+		chunks[i] = malloc(OM_PAGE_SIZE / 2);
+		ck_assert_ptr_nonnull(chunks[i]);
+	}
+	ck_assert_uint_eq(d->cache_grow_first, 1);
 	/* Once a growth: a get of the first length without one after it
 	 * leaves the next get of that length alone. */
 	p = malloc(OM_PAGE_SIZE);
 	ck_assert_ptr_eq(p, last);
 	ck_assert_uint_eq(d->cache_grow_first, 0);
 	free(p);
+	for (i = 0; i < 8; i++)
+		free(chunks[i]);
 }
 END_TEST
 
