@@ -1036,7 +1036,8 @@ room_for(const struct dir_info *d, unsigned int k, size_t npages)
 }
 
 /* Cache a run left over (a reserve's rest, a split run's tail) where its
- * class has room, else unmap it. */
+ * class has room, else unmap it.  Its slot is remembered (cache_rest):
+ * a block cut from the front of its run grows into it next. */
 static void
 keep_or_unmap(struct dir_info *d, const struct om_cache_entry *e)
 {
@@ -1047,10 +1048,32 @@ keep_or_unmap(struct dir_info *d, const struct om_cache_entry *e)
 	if (room_for(d, k, e->npages) > 0) {
 		uint32_t at = add_entry(d, k, *e);
 
+		d->cache_rest = at;
 		if (!e->fresh)
 			bounds_add(d, e, at);
 	} else
 		unmap_spans(d, &s, 1);
+}
+
+/* The run kept last (cache_rest) if it is still cached and starts at p:
+ * its slot in its class, and the class in *kp; -1 otherwise.  Slots
+ * move as runs leave their class, so the slot is checked. */
+static int
+rest_at(const struct dir_info *d, uintptr_t p, unsigned int *kp)
+{
+	uint32_t at = d->cache_rest;
+	const struct om_cache_entry *e;
+	unsigned int k;
+
+	if (at >= (uint32_t)d->cache_base[0] + d->cache_room[0])
+		return -1;
+	e = &d->cache[at];
+	k = run_class(e->npages);
+	if (e->p != p || at < d->cache_base[k] ||
+	    at - d->cache_base[k] >= d->cache_n[k])
+		return -1;
+	*kp = k;
+	return (int)(at - d->cache_base[k]);
 }
 
 /*
@@ -1822,8 +1845,11 @@ om_cache_get_grown(struct dir_info *d, size_t npages, int *zeroed)
  * the reserve down, so a block grown a page at a time usually finds a
  * run behind it: the block it moved out of, or a fresh run of its batch.
  * Without that, each page would cost a copy and leave a run of each
- * length it passed in the cache.  A cache of more than TAKE_AT_RUNS runs
- * is not searched: the copy costs less.
+ * length it passed in the cache.  The rest of the run a block was cut
+ * from, the run kept last, is found without a search (rest_at): a
+ * search took 255 instructions of a loop of n then 2n pages at 64 KiB
+ * (callgrind), where the loop took 1,733.  A cache of more than
+ * TAKE_AT_RUNS runs is not searched: the copy costs less.
  */
 int
 om_cache_take_at(struct dir_info *d, uintptr_t p, size_t npages)
@@ -1833,10 +1859,12 @@ om_cache_take_at(struct dir_info *d, uintptr_t p, size_t npages)
 	int j;
 
 	settle(d);
-	if (d->cache_used > TAKE_AT_RUNS)
-		return 0;
-	/* No cached run ends at p: the region's pages lie there. */
-	if ((j = neighbour(d, p, p, &k)) < 0)
+	/* The rest of the run the block was cut from, or else the run
+	 * found by a search (no cached run ends at p: the region's pages
+	 * lie there). */
+	if ((j = rest_at(d, p, &k)) < 0 &&
+	    (d->cache_used > TAKE_AT_RUNS ||
+	    (j = neighbour(d, p, p, &k)) < 0))
 		return 0;
 	e = slot(d, k, (unsigned int)j);
 	if (e->npages < npages || e->guarded)

@@ -478,6 +478,7 @@ struct dir_info {
 	uintptr_t cache_taken[OM_CACHE_TAKEN];
 	uint32_t cache_taken_npages[OM_CACHE_TAKEN];
 	unsigned int cache_taken_next;	/* the slot the next one takes */
+	uint32_t cache_rest;		/* the slot of the run kept last */
 	uintptr_t cache_front;		/* a loop's run, not yet in its class
 					 * (0: none; see om_cache_put) */
 	uint32_t cache_front_npages;	/* its length */

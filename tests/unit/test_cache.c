@@ -1590,6 +1590,47 @@ START_TEST(take_at_grows_in_place)
 END_TEST
 
 /*
+ * A block cut from the front of a run grows into the rest even where the
+ * cache holds too many runs to search (TAKE_AT_RUNS): the rest is the
+ * run kept last.
+ */
+START_TEST(take_at_finds_rest_in_full_cache)
+{
+	struct dir_info *d = unit_pool();
+	char *big, *q;
+	unsigned int k, i;
+	int z = -1;
+
+	for (k = 2; k <= 9; k++)
+		if (d->cache_room[k] < 40)
+			return;
+	for (k = 2; k <= 9; k++)
+		for (i = 0; i < 40; i++)
+			put_busy(d, own_pages(d, k), k);
+	ck_assert_uint_gt(d->cache_used, 256);
+	big = own_pages(d, 16);
+	put_busy(d, big, 16);
+	/* A buffer that grows by little takes the longest run's front. */
+	q = om_cache_get_to_grow(d, 2, 1, &z);
+	ck_assert_ptr_eq(q, big);
+	ck_assert(cached(d, big + 2 * OM_PAGE_SIZE));
+	ck_assert_int_eq(om_cache_take_at(d, (uintptr_t)big + 2 * OM_PAGE_SIZE,
+	    3), 1);
+	ck_assert(!cached(d, big + 4 * OM_PAGE_SIZE));
+	ck_assert(cached(d, big + 5 * OM_PAGE_SIZE));
+	/* Again, from the rest of the rest. */
+	ck_assert_int_eq(om_cache_take_at(d, (uintptr_t)big + 5 * OM_PAGE_SIZE,
+	    11), 1);
+	ck_assert(!cached(d, big + 15 * OM_PAGE_SIZE));
+	/* Another run is still not searched for. */
+	q = own_pages(d, 2);
+	put_busy(d, q, 2);
+	ck_assert_int_eq(om_cache_take_at(d, (uintptr_t)q, 1), 0);
+	ck_assert(cached(d, q));
+}
+END_TEST
+
+/*
  * A block that moves to grow, with no used run of its length cached,
  * takes the front of a longer used run; the rest stays cached behind it.
  */
@@ -2699,6 +2740,7 @@ main(void)
 	tcase_add_test(t, front_takes_long_run);
 	tcase_add_test(t, cut_twice_is_a_loop);
 	tcase_add_test(t, cut_block_joins_its_rest);
+	tcase_add_test(t, take_at_finds_rest_in_full_cache);
 	tcase_add_test(t, grown_block_regrows_in_place);
 	tcase_add_test(t, front_keeps_class0_pages);
 	tcase_add_test(t, front_keeps_class0_slots);
