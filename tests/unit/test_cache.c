@@ -2076,12 +2076,8 @@ run_at(const struct dir_info *d, const void *p)
 static struct dir_info *
 resizing_pool(void)
 {
-	struct dir_info *d;
+	struct dir_info *d = unit_own_pool();
 
-	unit_init();
-	free(malloc(1));
-	malloc_trim(0);
-	d = mopts.pools[OM_SELF_TID(om_self) & mopts.pool_mask];
 	if (mopts.guard || mopts.opt.realloc_move || d->conceal ||
 	    d->threads > 1)
 		return NULL;

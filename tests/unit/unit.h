@@ -42,6 +42,9 @@ struct dir_info *unit_pool(void);
  * F, G, no room for the run). */
 struct dir_info *unit_front_pool(void);
 
+/* The calling thread's pool, in use and then trimmed: nothing cached. */
+struct dir_info *unit_own_pool(void);
+
 /* A run of UNIT_FRONT_PAGES, taken whole and freed: in d's front. */
 #define UNIT_FRONT_PAGES 16
 char *unit_front_loop(struct dir_info *d);

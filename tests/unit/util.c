@@ -90,15 +90,20 @@ unit_pool(void)
 }
 
 struct dir_info *
-unit_front_pool(void)
+unit_own_pool(void)
 {
-	struct dir_info *d;
-
 	unit_init();
 	free(malloc(1));
-	/* Nothing cached: no run the loop's could join. */
 	malloc_trim(0);
-	d = mopts.pools[OM_SELF_TID(om_self) & mopts.pool_mask];
+	return mopts.pools[OM_SELF_TID(om_self) & mopts.pool_mask];
+}
+
+struct dir_info *
+unit_front_pool(void)
+{
+	/* Nothing cached: no run the loop's could join. */
+	struct dir_info *d = unit_own_pool();
+
 	if (d->extras || mopts.opt.freeunmap || mopts.guard ||
 	    d->cache_room[UNIT_FRONT_PAGES] == 0)
 		return NULL;
