@@ -41,6 +41,8 @@ main(int argc, char **argv)
 	bench_require(strcmp(grow, "add") == 0 || strcmp(grow, "double") == 0,
 	    argv[0], "grow must be add or double");
 	dbl = strcmp(grow, "double") == 0;
+	bench_require(!dbl || max <= LONG_MAX / 2, argv[0],
+	    "max must be at most half of LONG_MAX with grow=double");
 
 	t0 = now_ns();
 	for (r = 0; r < reps; r++) {
