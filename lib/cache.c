@@ -1806,10 +1806,10 @@ take_grown(struct dir_info *d, unsigned int k, unsigned int i, size_t npages,
  * (om_cache_take_at).  A run of the first length, taken whole, had no
  * cached pages behind it: every step moved the block by copying and
  * left a run of every length it passed cached.  callgrind, n then 2n:
- * 4 KiB 2,231 instructions before, 1,293 now; 16 KiB 18,998 (most of it
- * the copy), 1,503.  Once a growth: a program that asks for the length
- * for another use leaves one run cut in two.  NULL if the run is not
- * there; the caller takes its pages as any get.
+ * 4 KiB 2,231 instructions before, 1,297 now; 16 KiB 18,998 (most of it
+ * the copy), 1,297 (both with rest_at).  Once a growth: a program that
+ * asks for the length for another use leaves one run cut in two.  NULL
+ * if the run is not there; the caller takes its pages as any get.
  */
 void *
 om_cache_get_grown(struct dir_info *d, size_t npages, int *zeroed)
