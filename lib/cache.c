@@ -609,6 +609,18 @@ taken_slot(const struct dir_info *d, uintptr_t p)
 	return -1;
 }
 
+/* Forget that a get took run p whole: 1 if one had. */
+OM_INLINE int
+untake(struct dir_info *d, uintptr_t p)
+{
+	int t = taken_slot(d, p);
+
+	if (t < 0)
+		return 0;
+	d->cache_taken[t] = 0;
+	return 1;
+}
+
 OM_INLINE unsigned int
 bound_hash(const struct dir_info *d, uintptr_t at)
 {
@@ -1237,10 +1249,7 @@ taken(struct dir_info *d, void *p, size_t npages)
 void
 om_cache_forget(struct dir_info *d, uintptr_t p)
 {
-	int t = taken_slot(d, p);
-
-	if (t >= 0)
-		d->cache_taken[t] = 0;
+	untake(d, p);
 }
 
 /* Take the run in slot i of class k whole, made usable (see reuse); NULL
@@ -2211,7 +2220,7 @@ om_cache_put_run(struct dir_info *d, void *p, size_t npages, int guarded)
 	uint8_t junked = 0, noaccess = 0;
 	struct om_cache_bound *lo = NULL, *hi = NULL;
 	uint32_t at;
-	int loop, t;
+	int loop;
 
 	if (k < 0 || d->cache_room[k] == 0 || (k == 0 && npages >
 	    d->cache_big_max)) {
@@ -2251,10 +2260,7 @@ om_cache_put_run(struct dir_info *d, void *p, size_t npages, int guarded)
 
 	/* A run a get took whole lately, back again, is a malloc/free
 	 * loop: left as it is, saving the loop the index's probes. */
-	t = taken_slot(d, (uintptr_t)p);
-	loop = t >= 0;
-	if (loop)
-		d->cache_taken[t] = 0;
+	loop = untake(d, (uintptr_t)p);
 	if (!guarded && !loop && npages > MERGE_MIN) {
 		struct om_cache_entry m = add;
 
