@@ -25,8 +25,9 @@ settle(struct dir_info *d)
 	ck_assert_uint_eq(d->npending, 0);
 }
 
-static int
-cached(const struct dir_info *d, const void *p)
+/* The cached run that holds p, or NULL. */
+static const struct om_cache_entry *
+cached_run(const struct dir_info *d, const void *p)
 {
 	unsigned int k, i;
 
@@ -37,9 +38,15 @@ cached(const struct dir_info *d, const void *p)
 
 			if ((uintptr_t)p >= e->p && (uintptr_t)p < e->p +
 			    ((uintptr_t)e->npages << OM_PAGE_SHIFT))
-				return 1;
+				return e;
 		}
-	return 0;
+	return NULL;
+}
+
+static int
+cached(const struct dir_info *d, const void *p)
+{
+	return cached_run(d, p) != NULL;
 }
 
 /* Pages of our own, handed to the cache as if a region was freed. */
@@ -2062,13 +2069,9 @@ END_TEST
 static size_t
 run_at(const struct dir_info *d, const void *p)
 {
-	unsigned int k, i;
+	const struct om_cache_entry *e = cached_run(d, p);
 
-	for (k = 0; k < OM_CACHE_CLASSES; k++)
-		for (i = 0; i < d->cache_n[k]; i++)
-			if (d->cache[d->cache_base[k] + i].p == (uintptr_t)p)
-				return d->cache[d->cache_base[k] + i].npages;
-	return 0;
+	return e != NULL && e->p == (uintptr_t)p ? e->npages : 0;
 }
 
 /* The thread's pool, freshly trimmed, where realloc may resize page
