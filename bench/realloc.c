@@ -5,7 +5,13 @@
  * writing its last byte after every call, then frees it.  With
  * grow=double each call doubles the block instead, from step up to max,
  * as a growing array or a line buffer is grown: few calls, and most of
- * the bytes copied where the block moves.
+ * the bytes copied where the block moves.  With grow=half the buffer is
+ * a string built by appends: pieces of 1 to step bytes (drawn from a
+ * fixed seed, so every run makes the same calls) go on its end until it
+ * holds max bytes, and a piece that does not fit grows it to half as
+ * much again as it then needs, as many string builders and vectors
+ * grow, so that it ends at a length that differs from one repetition to
+ * the next; the time of the appends counts in its calls'.
  *
  * An allocator that copies the block whenever it outgrows its place makes
  * the loop quadratic in max; one that grows blocks in place, or moves
@@ -28,24 +34,52 @@ main(int argc, char **argv)
 		    "first size, doubled)" },
 		{ "max", ARG_SIZE, &max, "size the buffer grows to" },
 		{ "reps", ARG_LONG, &reps, "times the buffer is grown" },
-		{ "grow", ARG_STRING, &grow, "add (step by step) or double" },
+		{ "grow", ARG_STRING, &grow, "add (step by step), double, "
+		    "or half (appends, grown by half)" },
 	};
 	long r, calls = 0, moves = 0;
-	uint64_t t0, ns;
-	int dbl;
+	uint64_t t0, ns, seed = 1;
+	int dbl, half;
 
 	bench_parse(argc, argv, "A buffer grown by realloc in steps: ns per "
 	    "call.", args, sizeof(args) / sizeof(args[0]));
 	bench_require(step >= 1 && max >= step && reps >= 1, argv[0],
 	    "step and reps must be at least 1, max at least step");
-	bench_require(strcmp(grow, "add") == 0 || strcmp(grow, "double") == 0,
-	    argv[0], "grow must be add or double");
 	dbl = strcmp(grow, "double") == 0;
-	bench_require(!dbl || max <= LONG_MAX / 2, argv[0],
-	    "max must be at most half of LONG_MAX with grow=double");
+	half = strcmp(grow, "half") == 0;
+	bench_require(strcmp(grow, "add") == 0 || dbl || half, argv[0],
+	    "grow must be add, double or half");
+	bench_require(!(dbl || half) || max <= LONG_MAX / 2, argv[0],
+	    "max must be at most half of LONG_MAX with grow=double or half");
 
 	t0 = now_ns();
-	for (r = 0; r < reps; r++) {
+	for (r = 0; r < reps && half; r++) {
+		char *p = NULL, *q;
+		long len = 0, cap = 0, add;
+
+		while (len < max) {
+			seed = seed * 6364136223846793005ULL +
+			    1442695040888963407ULL;
+			add = 1 + (long)((seed >> 33) % (uint64_t)step);
+			if (add > max - len)
+				add = max - len;
+			if (len + add > cap) {
+				uintptr_t old = (uintptr_t)p;
+
+				cap = (len + add) + (len + add) / 2;
+				q = check_alloc(realloc(p, (size_t)cap),
+				    (size_t)cap);
+				moves += old != 0 && (uintptr_t)q != old;
+				p = q;
+				calls++;
+			}
+			memset(p + len, 'a', (size_t)add);
+			len += add;
+		}
+		escape(p);
+		free(p);
+	}
+	for (r = 0; r < reps && !half; r++) {
 		char *p = NULL, *q;
 		long sz;
 
