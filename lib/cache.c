@@ -41,6 +41,7 @@
 #define RESERVE_MIN 64		/* pages of a pool's first reserve */
 #define RESERVE_MAX 256		/* and of any later one (1 MiB) */
 #define TAKE_AT_RUNS 256	/* cached runs searched to grow in place */
+#define CHAIN_RUNS 8		/* and grown across, at most */
 #define MERGE_MIN 8		/* longer runs freed join their neighbours */
 #define CUT_MIN 3		/* longer requests take the front of those */
 #define MERGE_MAX (1u << 30)	/* pages of a joined run, at most */
@@ -761,6 +762,22 @@ bound_run(struct dir_info *d, struct om_cache_bound *b, int side,
 	}
 	*kp = k;
 	return (int)i;
+}
+
+/* The used cached run that starts at p, found through the index: its
+ * slot, and its class in *kp; -1 if there is none, or no index. */
+static int
+indexed_at(struct dir_info *d, uintptr_t p, unsigned int *kp)
+{
+	unsigned int h;
+
+	if (d->cache_bounds == NULL)
+		return -1;
+	for (h = bound_hash(d, p); d->cache_bounds[h].at != p;
+	    h = (h + 1) & d->cache_bounds_mask)
+		if (d->cache_bounds[h].at == 0)
+			return -1;
+	return bound_run(d, &d->cache_bounds[h], 1, kp);
 }
 
 /* The pages class 0 may hold at first: 32 C. */
@@ -1848,6 +1865,66 @@ om_cache_get_grown(struct dir_info *d, size_t npages, int *zeroed)
 }
 
 /*
+ * The cached run that starts at p: the rest of the run a block was cut
+ * from, the run kept last (rest_at), found without a search; else a used
+ * run, through the index; else any run, by a search of a cache of at
+ * most TAKE_AT_RUNS runs (a longer search costs more than the copy it
+ * saves; no cached run ends at p, where a region's pages lie).  Its
+ * slot, and its class in *kp; -1 if there is none.
+ */
+OM_INLINE int
+run_at(struct dir_info *d, uintptr_t p, unsigned int *kp)
+{
+	int j;
+
+	if ((j = rest_at(d, p, kp)) >= 0 || (j = indexed_at(d, p, kp)) >= 0)
+		return j;
+	return d->cache_used > TAKE_AT_RUNS ? -1 : neighbour(d, p, p, kp);
+}
+
+/*
+ * A block grows by npages at p, where the cached run that starts there
+ * is too short: across it and the used runs cached one after another
+ * behind it, found through the index, if CHAIN_RUNS of them or fewer
+ * are long enough; all of them but the last taken whole, the front of
+ * the last.  1 if done; otherwise nothing is taken.
+ */
+static OM_NOINLINE int
+take_across(struct dir_info *d, uintptr_t p, size_t npages)
+{
+	const struct om_cache_entry *e;
+	uintptr_t at[CHAIN_RUNS];
+	size_t have = 0;
+	unsigned int k, i, n = 0;
+	int j;
+
+	for (;;) {
+		j = n == 0 ? run_at(d, p, &k) : indexed_at(d, p, &k);
+		if (j < 0)
+			return 0;
+		e = slot(d, k, (unsigned int)j);
+		if (e->guarded || e->noaccess)
+			return 0;
+		if (have + e->npages >= npages)
+			break;
+		if (n + 1 == CHAIN_RUNS)
+			return 0;
+		at[n++] = p;
+		have += e->npages;
+		p = run_end(e);
+	}
+	/* Each is where the walk found it: the first found again the same
+	 * way before anything moves, the others through the index, which
+	 * follows a run moved within its class. */
+	for (i = 0; i < n; i++) {
+		j = i == 0 ? run_at(d, at[i], &k) : indexed_at(d, at[i], &k);
+		(void)take_out(d, k, (unsigned int)j);
+	}
+	j = indexed_at(d, p, &k);
+	return take_front(d, k, (unsigned int)j, npages - have) != NULL;
+}
+
+/*
  * Grow a region in place: the cached run that starts at p, where the
  * region ends, gives its first npages pages (take_front).  1 if done.
  * Misses in a pool map runs of a few pages in batches, from the top of
@@ -1855,10 +1932,20 @@ om_cache_get_grown(struct dir_info *d, size_t npages, int *zeroed)
  * run behind it: the block it moved out of, or a fresh run of its batch.
  * Without that, each page would cost a copy and leave a run of each
  * length it passed in the cache.  The rest of the run a block was cut
- * from, the run kept last, is found without a search (rest_at): a
- * search took 255 instructions of a loop of n then 2n pages at 64 KiB
- * (callgrind), where the loop took 1,733.  A cache of more than
- * TAKE_AT_RUNS runs is not searched: the copy costs less.
+ * from is found without a search (rest_at): a search took 255
+ * instructions of a loop of n then 2n pages at 64 KiB (callgrind), where
+ * the loop took 1,733.
+ *
+ * Where the run is too short, the block grows across the used runs
+ * cached one after another behind it (take_across).  A buffer rebuilt
+ * from one length to lengths that vary (a string appended to until it
+ * is 40 KiB, its capacity grown by half each time it is full) grows in
+ * the run the last one left (om_cache_get_grown); one that outgrew it
+ * moved by copying at every step after, each time onto a run of its
+ * length taken at random, leaving the one it left cached, and for the
+ * longest lengths it took fresh pages.  The pieces of those runs lay
+ * one after the other, each too short, and filled the cache: 15 MiB of
+ * runs no request fitted, five fresh pages faulted in a round.
  */
 int
 om_cache_take_at(struct dir_info *d, uintptr_t p, size_t npages)
@@ -1868,16 +1955,13 @@ om_cache_take_at(struct dir_info *d, uintptr_t p, size_t npages)
 	int j;
 
 	settle(d);
-	/* The rest of the run the block was cut from, or else the run
-	 * found by a search (no cached run ends at p: the region's pages
-	 * lie there). */
-	if ((j = rest_at(d, p, &k)) < 0 &&
-	    (d->cache_used > TAKE_AT_RUNS ||
-	    (j = neighbour(d, p, p, &k)) < 0))
+	if ((j = run_at(d, p, &k)) < 0)
 		return 0;
 	e = slot(d, k, (unsigned int)j);
-	if (e->npages < npages || e->guarded)
+	if (e->guarded)
 		return 0;
+	if (e->npages < npages)
+		return take_across(d, p, npages);
 	return take_front(d, k, (unsigned int)j, npages) != NULL;
 }
 

@@ -1629,11 +1629,12 @@ START_TEST(take_at_finds_rest_in_full_cache)
 	ck_assert_int_eq(om_cache_take_at(d, (uintptr_t)big + 5 * OM_PAGE_SIZE,
 	    11), 1);
 	ck_assert(!cached(d, big + 15 * OM_PAGE_SIZE));
-	/* Another run is still not searched for. */
+	/* Another used run is found through the index. */
 	q = own_pages(d, 2);
 	put_busy(d, q, 2);
-	ck_assert_int_eq(om_cache_take_at(d, (uintptr_t)q, 1), 0);
-	ck_assert(cached(d, q));
+	ck_assert_int_eq(om_cache_take_at(d, (uintptr_t)q, 1), 1);
+	ck_assert(!cached(d, q));
+	ck_assert(cached(d, q + OM_PAGE_SIZE));
 }
 END_TEST
 
@@ -2073,6 +2074,50 @@ run_at(const struct dir_info *d, const void *p)
 
 	return e != NULL && e->p == (uintptr_t)p ? e->npages : 0;
 }
+
+/*
+ * A block grows across the used runs cached one after another behind it
+ * where the first is too short: all but the last taken whole, the front
+ * of the last, the rest of it cached.  Runs too short together, or more
+ * of them than CHAIN_RUNS (8), stay as they were.
+ */
+START_TEST(take_at_across_runs)
+{
+	struct dir_info *d = unit_pool();
+	char *x;
+	unsigned int i;
+
+	if (mopts.opt.freeunmap || d->cache_room[1] < 9 ||
+	    d->cache_room[2] < 2 || d->cache_room[4] < 1)
+		return;
+	/* A run of more than 8 pages, not a loop's, makes the index. */
+	put_busy(d, own_pages(d, 10), 10);
+	ck_assert_ptr_nonnull(d->cache_bounds);
+	x = own_pages(d, 8);
+	put_busy(d, x, 2);
+	put_busy(d, x + 2 * OM_PAGE_SIZE, 2);
+	put_busy(d, x + 4 * OM_PAGE_SIZE, 4);
+	ck_assert_int_eq(om_cache_take_at(d, (uintptr_t)x, 9), 0);
+	ck_assert_uint_eq(run_at(d, x), 2);
+	ck_assert_uint_eq(run_at(d, x + 2 * OM_PAGE_SIZE), 2);
+	ck_assert_uint_eq(run_at(d, x + 4 * OM_PAGE_SIZE), 4);
+	ck_assert_int_eq(om_cache_take_at(d, (uintptr_t)x, 6), 1);
+	for (i = 0; i < 6; i++)
+		ck_assert(!cached(d, x + i * OM_PAGE_SIZE));
+	ck_assert_uint_eq(run_at(d, x + 6 * OM_PAGE_SIZE), 2);
+
+	x = own_pages(d, 9);
+	for (i = 0; i < 9; i++)
+		put_busy(d, x + i * OM_PAGE_SIZE, 1);
+	ck_assert_int_eq(om_cache_take_at(d, (uintptr_t)x, 9), 0);
+	for (i = 0; i < 9; i++)
+		ck_assert_uint_eq(run_at(d, x + i * OM_PAGE_SIZE), 1);
+	ck_assert_int_eq(om_cache_take_at(d, (uintptr_t)x, 8), 1);
+	for (i = 0; i < 8; i++)
+		ck_assert(!cached(d, x + i * OM_PAGE_SIZE));
+	ck_assert_uint_eq(run_at(d, x + 8 * OM_PAGE_SIZE), 1);
+}
+END_TEST
 
 /* The thread's pool, freshly trimmed, where realloc may resize page
  * regions in place (no guard pages, no R, not concealed); NULL if not. */
@@ -2740,6 +2785,7 @@ main(void)
 	tcase_add_test(t, cut_twice_is_a_loop);
 	tcase_add_test(t, cut_block_joins_its_rest);
 	tcase_add_test(t, take_at_finds_rest_in_full_cache);
+	tcase_add_test(t, take_at_across_runs);
 	tcase_add_test(t, grown_block_regrows_in_place);
 	tcase_add_test(t, front_keeps_class0_pages);
 	tcase_add_test(t, front_keeps_class0_slots);
