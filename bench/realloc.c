@@ -24,6 +24,56 @@
  */
 #include "bench.h"
 
+/* p resized to sz bytes, counted in *calls, and in *moves if it moved. */
+static char *
+resize(char *p, long sz, long *calls, long *moves)
+{
+	/* The old address as a number: p is freed if it moves. */
+	uintptr_t old = (uintptr_t)p;
+	char *q = check_alloc(realloc(p, (size_t)sz), (size_t)sz);
+
+	*moves += old != 0 && (uintptr_t)q != old;
+	(*calls)++;
+	return q;
+}
+
+/* A round of grow=add or grow=double: the buffer, from step to max. */
+static char *
+grow_to(long step, long max, int dbl, long *calls, long *moves)
+{
+	char *p = NULL;
+	long sz;
+
+	for (sz = step; sz <= max; sz = dbl ? 2 * sz : sz + step) {
+		p = resize(p, sz, calls, moves);
+		p[sz - 1] = (char)sz;
+	}
+	return p;
+}
+
+/* A round of grow=half: the string, appended to until it holds max. */
+static char *
+build(long step, long max, uint64_t *seed, long *calls, long *moves)
+{
+	char *p = NULL;
+	long len = 0, cap = 0, add;
+
+	while (len < max) {
+		*seed = *seed * 6364136223846793005ULL +
+		    1442695040888963407ULL;
+		add = 1 + (long)((*seed >> 33) % (uint64_t)step);
+		if (add > max - len)
+			add = max - len;
+		if (len + add > cap) {
+			cap = (len + add) + (len + add) / 2;
+			p = resize(p, cap, calls, moves);
+		}
+		memset(p + len, 'a', (size_t)add);
+		len += add;
+	}
+	return p;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -53,47 +103,10 @@ main(int argc, char **argv)
 	    "max must be at most half of LONG_MAX with grow=double or half");
 
 	t0 = now_ns();
-	for (r = 0; r < reps && half; r++) {
-		char *p = NULL, *q;
-		long len = 0, cap = 0, add;
+	for (r = 0; r < reps; r++) {
+		char *p = half ? build(step, max, &seed, &calls, &moves) :
+		    grow_to(step, max, dbl, &calls, &moves);
 
-		while (len < max) {
-			seed = seed * 6364136223846793005ULL +
-			    1442695040888963407ULL;
-			add = 1 + (long)((seed >> 33) % (uint64_t)step);
-			if (add > max - len)
-				add = max - len;
-			if (len + add > cap) {
-				uintptr_t old = (uintptr_t)p;
-
-				cap = (len + add) + (len + add) / 2;
-				q = check_alloc(realloc(p, (size_t)cap),
-				    (size_t)cap);
-				moves += old != 0 && (uintptr_t)q != old;
-				p = q;
-				calls++;
-			}
-			memset(p + len, 'a', (size_t)add);
-			len += add;
-		}
-		escape(p);
-		free(p);
-	}
-	for (r = 0; r < reps && !half; r++) {
-		char *p = NULL, *q;
-		long sz;
-
-		for (sz = step; sz <= max; sz = dbl ? 2 * sz : sz + step) {
-			/* The old address as a number: p is freed if it
-			 * moves. */
-			uintptr_t old = (uintptr_t)p;
-
-			q = check_alloc(realloc(p, (size_t)sz), (size_t)sz);
-			moves += old != 0 && (uintptr_t)q != old;
-			q[sz - 1] = (char)sz;
-			p = q;
-			calls++;
-		}
 		escape(p);
 		free(p);
 	}
