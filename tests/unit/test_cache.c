@@ -49,12 +49,19 @@ cached(const struct dir_info *d, const void *p)
 	return cached_run(d, p) != NULL;
 }
 
-/* Pages of our own, handed to the cache as if a region was freed. */
-/* The runs a full class gives up at once (cache.c's quarter). */
+/* The runs a full class gives up (cache.c's quarter)... */
 static unsigned int
 quarter_of(const struct dir_info *d, unsigned int k)
 {
 	return d->cache_cap[k] >= 4 ? d->cache_cap[k] / 4u : 1u;
+}
+
+/* ... at once: at most a batch (cache.c's EVICT_BATCH, 16 runs), which
+ * is less than a quarter from a scale of 128 (>) on. */
+static unsigned int
+evicted_of(const struct dir_info *d, unsigned int k)
+{
+	return quarter_of(d, k) < 16 ? quarter_of(d, k) : 16;
 }
 
 /* npages of the pool's own, and a page after them that is not: runs
@@ -428,8 +435,7 @@ START_TEST(idle_pool_gives_back)
 	/* The next puts drain the class. */
 	om_cache_put(d, base + 3 * 16 * OM_PAGE_SIZE, 2, 0);
 	/* (An eviction takes at most 16 runs at once.) */
-	ck_assert_uint_eq(d->cache_n[2], 17 - (quarter_of(d, 2) < 16 ?
-	    quarter_of(d, 2) : 16));
+	ck_assert_uint_eq(d->cache_n[2], 17 - evicted_of(d, 2));
 	for (i = 17; i < 32; i++)
 		om_cache_put(d, base + 3 * i * OM_PAGE_SIZE, 2, 0);
 	ck_assert_uint_eq(d->cache_n[2], 0);
@@ -2343,7 +2349,10 @@ START_TEST(front_keeps_class0_pages)
 	small = d->cache_pages - d->cache_big_pages;
 	limit = d->cache_big_max + (small < d->cache_small_max ?
 	    d->cache_small_max - small : 0);
-	count = d->cache_room[0] - 1u;
+	/* At most LIMIT_RUN runs: count runs of len pages then hold more
+	 * than limit - LIMIT_RUN pages, and no more than limit. */
+	count = d->cache_room[0] - 1u < LIMIT_RUN ? d->cache_room[0] - 1u :
+	    LIMIT_RUN;
 	r = fill_while_out(d, count, (limit - LIMIT_RUN) / count + 1);
 	ck_assert_uint_le(d->cache_big_pages, limit);
 	ck_assert_uint_gt(d->cache_big_pages + LIMIT_RUN, limit);
@@ -2366,7 +2375,7 @@ START_TEST(front_keeps_class0_slots)
 	room = d->cache_room[0];
 	r = fill_while_out(d, room, OM_CACHE_SMALL + 1);
 	put_back(d, r);
-	ck_assert_uint_eq(d->cache_n[0], room - quarter_of(d, 0) + 1);
+	ck_assert_uint_eq(d->cache_n[0], room - evicted_of(d, 0) + 1);
 	settle(d);
 	malloc_trim(0);
 }
