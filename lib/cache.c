@@ -1913,15 +1913,17 @@ take_across(struct dir_info *d, uintptr_t p, size_t npages)
 		have += e->npages;
 		p = run_end(e);
 	}
-	/* Each is where the walk found it: the first found again the same
-	 * way before anything moves, the others through the index, which
+	/* The front of the last, in the slot the walk found it in; then the
+	 * others, each found again where the cache moved it: the first the
+	 * way the walk found it, the others through the index, which
 	 * follows a run moved within its class. */
+	if (take_front(d, k, (unsigned int)j, npages - have) == NULL)
+		return 0;
 	for (i = 0; i < n; i++) {
 		j = i == 0 ? run_at(d, at[i], &k) : indexed_at(d, at[i], &k);
 		(void)take_out(d, k, (unsigned int)j);
 	}
-	j = indexed_at(d, p, &k);
-	return take_front(d, k, (unsigned int)j, npages - have) != NULL;
+	return 1;
 }
 
 /*
