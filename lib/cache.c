@@ -773,6 +773,9 @@ indexed_at(struct dir_info *d, uintptr_t p, unsigned int *kp)
 
 	if (d->cache_bounds == NULL)
 		return -1;
+	/* bound_at's probe, without making an entry: one probe loop shared
+	 * by both, bound_at testing for an empty slot after it, cost the
+	 * realloc loops 1-3% of their instructions. */
 	for (h = bound_hash(d, p); d->cache_bounds[h].at != p;
 	    h = (h + 1) & d->cache_bounds_mask)
 		if (d->cache_bounds[h].at == 0)
@@ -1946,7 +1949,7 @@ take_across(struct dir_info *d, uintptr_t p, size_t npages)
  * moved by copying at every step after, each time onto a run of its
  * length taken at random, leaving the one it left cached, and for the
  * longest lengths it took fresh pages.  The pieces of those runs lay
- * one after the other, each too short, and filled the cache: 15 MiB of
+ * one after the other, each too short, and filled the cache: 14 MiB of
  * runs no request fitted, five fresh pages faulted in a round.
  */
 int
