@@ -1886,26 +1886,22 @@ run_at(struct dir_info *d, uintptr_t p, unsigned int *kp)
 }
 
 /*
- * A block grows by npages at p, where the cached run that starts there
- * is too short: across it and the used runs cached one after another
- * behind it, found through the index, if CHAIN_RUNS of them or fewer
- * are long enough; all of them but the last taken whole, the front of
- * the last.  1 if done; otherwise nothing is taken.
+ * A block grows by npages at p, where the cached run that starts there,
+ * in slot j of class k, is too short: across it and the used runs cached
+ * one after another behind it, found through the index, if CHAIN_RUNS
+ * of them or fewer are long enough; all of them but the last taken
+ * whole, the front of the last.  1 if done; otherwise nothing is taken.
  */
 static OM_NOINLINE int
-take_across(struct dir_info *d, uintptr_t p, size_t npages)
+take_across(struct dir_info *d, uintptr_t p, size_t npages, unsigned int k,
+    int j)
 {
-	const struct om_cache_entry *e;
+	const struct om_cache_entry *e = slot(d, k, (unsigned int)j);
 	uintptr_t at[CHAIN_RUNS];
 	size_t have = 0;
-	unsigned int k, i, n = 0;
-	int j;
+	unsigned int i, n = 0;
 
 	for (;;) {
-		j = n == 0 ? run_at(d, p, &k) : indexed_at(d, p, &k);
-		if (j < 0)
-			return 0;
-		e = slot(d, k, (unsigned int)j);
 		if (e->guarded || e->noaccess)
 			return 0;
 		if (have + e->npages >= npages)
@@ -1915,11 +1911,14 @@ take_across(struct dir_info *d, uintptr_t p, size_t npages)
 		at[n++] = p;
 		have += e->npages;
 		p = run_end(e);
+		if ((j = indexed_at(d, p, &k)) < 0)
+			return 0;
+		e = slot(d, k, (unsigned int)j);
 	}
 	/* The front of the last, in the slot the walk found it in; then the
 	 * others, each found again where the cache moved it: the first the
-	 * way the walk found it, the others through the index, which
-	 * follows a run moved within its class. */
+	 * way om_cache_take_at found it, the others through the index,
+	 * which follows a run moved within its class. */
 	if (take_front(d, k, (unsigned int)j, npages - have) == NULL)
 		return 0;
 	for (i = 0; i < n; i++) {
@@ -1966,7 +1965,7 @@ om_cache_take_at(struct dir_info *d, uintptr_t p, size_t npages)
 	if (e->guarded)
 		return 0;
 	if (e->npages < npages)
-		return take_across(d, p, npages);
+		return take_across(d, p, npages, k, j);
 	return take_front(d, k, (unsigned int)j, npages) != NULL;
 }
 
