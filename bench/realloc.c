@@ -11,7 +11,12 @@
  * holds max bytes, and a piece that does not fit grows it to half as
  * much again as it then needs, as many string builders and vectors
  * grow, so that it ends at a length that differs from one repetition to
- * the next; the time of the appends counts in its calls'.
+ * the next; the time of the appends counts in its calls'.  With
+ * grow=random, `live` blocks are resized instead, one at a time, each to
+ * a random length of 1 to max bytes (from a fixed seed), its last byte
+ * written, as a program resizes the buffers it keeps: `live` calls a
+ * repetition, blocks grown and cut back at random, the others left where
+ * they are.
  *
  * An allocator that copies the block whenever it outgrows its place makes
  * the loop quadratic in max; one that grows blocks in place, or moves
@@ -51,6 +56,29 @@ grow_to(long step, long max, int dbl, long *calls, long *moves)
 	return p;
 }
 
+/* The next draw of a fixed sequence. */
+static uint64_t
+draw(uint64_t *seed)
+{
+	*seed = *seed * 6364136223846793005ULL + 1442695040888963407ULL;
+	return *seed >> 33;
+}
+
+/* A round of grow=random: live calls, each resizing one of the blocks. */
+static void
+shuffle(char **b, long live, long max, uint64_t *seed, long *calls,
+    long *moves)
+{
+	long i, k, sz;
+
+	for (i = 0; i < live; i++) {
+		k = (long)(draw(seed) % (uint64_t)live);
+		sz = 1 + (long)(draw(seed) % (uint64_t)max);
+		b[k] = resize(b[k], sz, calls, moves);
+		b[k][sz - 1] = (char)sz;
+	}
+}
+
 /* A round of grow=half: the string, appended to until it holds max. */
 static char *
 build(long step, long max, uint64_t *seed, long *calls, long *moves)
@@ -59,9 +87,7 @@ build(long step, long max, uint64_t *seed, long *calls, long *moves)
 	long len = 0, cap = 0, add;
 
 	while (len < max) {
-		*seed = *seed * 6364136223846793005ULL +
-		    1442695040888963407ULL;
-		add = 1 + (long)((*seed >> 33) % (uint64_t)step);
+		add = 1 + (long)(draw(seed) % (uint64_t)step);
 		if (add > max - len)
 			add = max - len;
 		if (len + add > cap) {
@@ -77,7 +103,7 @@ build(long step, long max, uint64_t *seed, long *calls, long *moves)
 int
 main(int argc, char **argv)
 {
-	long step = 4096, max = 16L << 20, reps = 3;
+	long step = 4096, max = 16L << 20, reps = 3, live = 1000;
 	const char *grow = "add";
 	struct bench_arg args[] = {
 		{ "step", ARG_SIZE, &step, "bytes added by each call (the "
@@ -85,30 +111,50 @@ main(int argc, char **argv)
 		{ "max", ARG_SIZE, &max, "size the buffer grows to" },
 		{ "reps", ARG_LONG, &reps, "times the buffer is grown" },
 		{ "grow", ARG_STRING, &grow, "add (step by step), double, "
-		    "or half (appends, grown by half)" },
+		    "half (appends, grown by half) or random (live blocks "
+		    "resized at random)" },
+		{ "live", ARG_LONG, &live, "blocks kept with grow=random" },
 	};
 	long r, calls = 0, moves = 0;
 	uint64_t t0, ns, seed = 1;
-	int dbl, half;
+	char **blocks = NULL;
+	int dbl, half, rnd;
 
 	bench_parse(argc, argv, "A buffer grown by realloc in steps: ns per "
 	    "call.", args, sizeof(args) / sizeof(args[0]));
-	bench_require(step >= 1 && max >= step && reps >= 1, argv[0],
-	    "step and reps must be at least 1, max at least step");
 	dbl = strcmp(grow, "double") == 0;
 	half = strcmp(grow, "half") == 0;
-	bench_require(strcmp(grow, "add") == 0 || dbl || half, argv[0],
-	    "grow must be add, double or half");
+	rnd = strcmp(grow, "random") == 0;
+	bench_require(strcmp(grow, "add") == 0 || dbl || half || rnd,
+	    argv[0], "grow must be add, double, half or random");
+	bench_require(step >= 1 && max >= (rnd ? 1 : step) && reps >= 1,
+	    argv[0], "step, max and reps must be at least 1, max at least "
+	    "step but with grow=random");
+	bench_require(live >= 1, argv[0], "live must be at least 1");
+	if (rnd)
+		blocks = check_alloc(calloc((size_t)live, sizeof(*blocks)),
+		    (size_t)live * sizeof(*blocks));
 	bench_require(!(dbl || half) || max <= LONG_MAX / 2, argv[0],
 	    "max must be at most half of LONG_MAX with grow=double or half");
 
 	t0 = now_ns();
 	for (r = 0; r < reps; r++) {
-		char *p = half ? build(step, max, &seed, &calls, &moves) :
-		    grow_to(step, max, dbl, &calls, &moves);
+		char *p;
 
+		if (rnd) {
+			shuffle(blocks, live, max, &seed, &calls, &moves);
+			continue;
+		}
+		p = half ? build(step, max, &seed, &calls, &moves) :
+		    grow_to(step, max, dbl, &calls, &moves);
 		escape(p);
 		free(p);
+	}
+	if (rnd) {
+		escape(blocks);
+		for (r = 0; r < live; r++)
+			free(blocks[r]);
+		free(blocks);
 	}
 	ns = now_ns() - t0;
 	printf("bench=realloc step=%ld max=%ld grow=%s reps=%ld calls=%ld "
