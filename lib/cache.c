@@ -63,11 +63,7 @@
  * (takes and misses, halved every DEPOT_DECAY takes) and the runs it
  * turned away for lack of room.  A miss that has to map new pages, where
  * a run long enough had been turned away, raises the limit (by what the
- * miss maps, at least a quarter, never more than was turned away, and
- * never past the pages the pool that missed has in use: a batch freed
- * and allocated again fits, and a pool whose cache is full of the
- * lengths it does not ask for, missing the others, as blocks resized to
- * random lengths leave it, does not make the depot a second heap).  A
+ * miss maps, at least a quarter, never more than was turned away).  A
  * full depot offered a run makes room for it by unmapping a run of the
  * length in least demand, if that is in less demand than the offered
  * one, so that leftovers nobody asks for do not keep what is asked for
@@ -292,13 +288,12 @@ depot_round(size_t npages)
 }
 
 /*
- * Take npages from the depot into *out, for a pool with inuse bytes in
- * use; 1 if found: a run of that length, else the front of the shortest
- * longer one.  A miss is where the depot learns it was too small (see
- * above), up to what that pool has in use.
+ * Take npages from the depot into *out; 1 if found: a run of that length,
+ * else the front of the shortest longer one.  A miss is where the depot
+ * learns it was too small (see above).
  */
 static int
-depot_get(size_t npages, struct om_cache_entry *out, size_t inuse)
+depot_get(size_t npages, struct om_cache_entry *out)
 {
 	unsigned int n;
 	int found = 0;
@@ -333,7 +328,7 @@ depot_get(size_t npages, struct om_cache_entry *out, size_t inuse)
 	for (n = (unsigned int)npages; !found && n <= DEPOT_RUN; n++) {
 		/* A miss a turned-away run could have served. */
 		size_t want = npages <= BATCH_PAGES / 2 ? BATCH_PAGES : npages;
-		size_t grow, ceiling;
+		size_t grow;
 
 		if (depot.lost[n] == 0)
 			continue;
@@ -341,13 +336,9 @@ depot_get(size_t npages, struct om_cache_entry *out, size_t inuse)
 		if (want < depot.cap / 4)
 			want = depot.cap / 4;
 		grow = want < depot.dropped ? want : depot.dropped;
-		ceiling = inuse >> OM_PAGE_SHIFT;
-		if (ceiling > DEPOT_MAX)
-			ceiling = DEPOT_MAX;
-		if (depot.cap + grow > ceiling)
-			grow = depot.cap < ceiling ? ceiling - depot.cap : 0;
 		depot.dropped -= grow;
-		depot.cap += grow;
+		depot.cap = depot.cap + grow < DEPOT_MAX ? depot.cap + grow :
+		    DEPOT_MAX;
 		break;
 	}
 	depot_unlock();
@@ -1185,8 +1176,7 @@ map_fresh(struct dir_info *d, size_t npages, int guarded, int *zeroed)
 	struct om_cache_entry e;
 	char *p;
 
-	if (!guarded && d->cache_max > 0 && depot_get(npages, &e,
-	    d->inuse)) {
+	if (!guarded && d->cache_max > 0 && depot_get(npages, &e)) {
 		p = reuse(d, &e, zeroed);
 		if (p != NULL) {
 			d->mapped += npages << OM_PAGE_SHIFT;
