@@ -505,8 +505,7 @@ move(struct dir_info *d, void *p, size_t oldsz, size_t newsz, int zero,
 	void *q;
 
 	if (newsz > oldsz)
-		flags |= OM_ALLOC_GROW |
-		    (newsz - oldsz <= oldsz / 8 ? OM_ALLOC_STEP : 0);
+		flags |= om_cache_grow_flags(d, (uintptr_t)p, oldsz, newsz);
 	if ((q = alloc(d, newsz, flags, f)) == NULL)
 		return NULL;
 	if (unlocked)

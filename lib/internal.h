@@ -856,6 +856,8 @@ int om_cache_take_at(struct dir_info *d, uintptr_t p, size_t npages);
 void om_cache_forget(struct dir_info *d, uintptr_t p);
 void om_cache_grew(struct dir_info *d, uintptr_t from, size_t frompages,
     uintptr_t to, size_t topages);
+int om_cache_grow_flags(const struct dir_info *d, uintptr_t p, size_t oldsz,
+    size_t newsz);
 void *om_cache_get_grown(struct dir_info *d, size_t npages, int *zeroed);
 void *om_cache_get_to_grow(struct dir_info *d, size_t npages, int step,
     int *zeroed);

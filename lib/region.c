@@ -280,7 +280,8 @@ alloc_plain(struct dir_info *d, size_t sz, void *f)
  * aligned to align.  flags: OM_ALLOC_ZERO, the caller wants zeroed
  * memory; OM_ALLOC_GROW, a block moves to grow (om_cache_get_to_grow,
  * for blocks that start on a page and so can grow in place later), and
- * OM_ALLOC_STEP, by a small step.
+ * OM_ALLOC_STEP, by a small step, as a buffer being built up
+ * (om_cache_grow_flags).
  */
 void *
 om_region_alloc(struct dir_info *d, size_t sz, size_t align, int flags,

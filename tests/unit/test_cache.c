@@ -1708,6 +1708,34 @@ START_TEST(step_growth_takes_longest_run)
 }
 END_TEST
 
+/*
+ * Only the block that grew last, growing by an eighth or less, is placed
+ * as a buffer being built up (om_cache_grow_flags): another block that
+ * grows by a small step, one of many resized at random, takes a run of
+ * its own length like any other move.
+ */
+START_TEST(step_growth_of_the_last_grown_block)
+{
+	struct dir_info *d = unit_pool();
+	uintptr_t a = 0x10000000, b = 0x20000000;
+
+	/* Block a grew last, from a chunk to two pages. */
+	om_cache_grew(d, 0, 0, a, 2);
+	ck_assert_int_eq(om_cache_grow_flags(d, a, 8000, 9000),
+	    OM_ALLOC_GROW | OM_ALLOC_STEP);
+	ck_assert_int_eq(om_cache_grow_flags(d, a, 8000, 16000),
+	    OM_ALLOC_GROW);
+	ck_assert_int_eq(om_cache_grow_flags(d, b, 8000, 9000),
+	    OM_ALLOC_GROW);
+	/* Then b grew: it is the one building up now. */
+	om_cache_grew(d, b, 2, b, 3);
+	ck_assert_int_eq(om_cache_grow_flags(d, b, 12000, 13000),
+	    OM_ALLOC_GROW | OM_ALLOC_STEP);
+	ck_assert_int_eq(om_cache_grow_flags(d, a, 8000, 9000),
+	    OM_ALLOC_GROW);
+}
+END_TEST
+
 /* Run fn in a child that writes into cached pages: under U the write
  * faults, otherwise the junk check reports it. */
 static void
@@ -2781,6 +2809,7 @@ main(void)
 	tcase_add_test(t, take_at_grows_in_place);
 	tcase_add_test(t, get_to_grow_splits_used_run);
 	tcase_add_test(t, step_growth_takes_longest_run);
+	tcase_add_test(t, step_growth_of_the_last_grown_block);
 	tcase_add_test(t, take_at_checks_junk);
 	tcase_add_test(t, api_write_after_free);
 	tcase_add_test(t, junk_helpers);
