@@ -499,6 +499,8 @@ struct dir_info {
 					 * thread (see take_longer) ... */
 	size_t cache_small_max;		/* at most in classes 1..32 */
 	uintptr_t cache_cut;		/* ... and where it starts */
+	uintptr_t cache_shrunk;		/* the block realloc last cut in
+					 * place (see om_cache_forget) */
 	/* The block realloc grew last, where it is now and its length,
 	 * and the length it had as its growth began: a get of that length
 	 * while its run is cached cuts it (see om_cache_get_grown). */

@@ -936,6 +936,39 @@ grow_pages(struct dir_info *d, char *p, size_t npages, size_t newpages)
  * next buffer is cut from the front of its pages and grows through them
  * without a system call.
  */
+/*
+ * A block realloc cut in place joins the rest cut off it when freed,
+ * whatever its length: 16 pages cut to 8, or to 2, go back as one run of
+ * 16, where runs of 8 pages or fewer freed beside cached ones stay apart
+ * (om_cache_forget).
+ */
+START_TEST(cut_block_rejoins_its_rest)
+{
+	static const unsigned int keep[] = { 8, 2 };
+	struct dir_info *d;
+	unsigned int i;
+	char *p, *q;
+
+	for (i = 0; i < sizeof(keep) / sizeof(keep[0]); i++) {
+		d = unit_pool();
+		if (d->cache_max == 0 || mopts.guard ||
+		    mopts.opt.realloc_move || d->cache_room[16] == 0)
+			return;
+		p = om_region_alloc(d, 16 * OM_PAGE_SIZE, 0, 0, NULL);
+		ck_assert_ptr_nonnull(p);
+		q = om_region_realloc(d, om_region_find(d, p), p,
+		    keep[i] * OM_PAGE_SIZE);
+		ck_assert_ptr_eq(q, p);
+		ck_assert_uint_eq(d->cache_n[16 - keep[i]], 1);
+		om_region_free(d, om_region_find(d, p), p, 0, 0);
+		ck_assert_uint_eq(d->cache_n[16], 1);
+		ck_assert_uint_eq(d->cache_n[keep[i]], 0);
+		ck_assert_uint_eq(d->cache_n[16 - keep[i]], 0);
+		ck_assert_uint_eq(d->cache_pages, 16);
+	}
+}
+END_TEST
+
 START_TEST(big_buffer_regrows_in_its_pages)
 {
 	struct dir_info *d = unit_pool();
@@ -1144,6 +1177,7 @@ main(void)
 	tcase_add_test(t, zeroed_on_reuse);
 	tcase_add_test(t, accounting);
 	tcase_add_test(t, realloc_in_place);
+	tcase_add_test(t, cut_block_rejoins_its_rest);
 	tcase_add_test(t, realloc_guarded);
 	tcase_add_test(t, realloc_guarded_locked);
 	tcase_add_test(t, realloc_copies_unlocked);
