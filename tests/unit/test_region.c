@@ -930,13 +930,6 @@ grow_pages(struct dir_info *d, char *p, size_t npages, size_t newpages)
 }
 
 /*
- * A buffer longer than the cache keeps (OM_CACHE_BIG pages), built up by
- * realloc again and again: grown once to the length of one freed before,
- * the next one freed is kept (as for a length asked for again), and the
- * next buffer is cut from the front of its pages and grows through them
- * without a system call.
- */
-/*
  * A block realloc cut in place joins the rest cut off it when freed,
  * whatever its length: 16 pages cut to 8, or to 2, go back as one run of
  * 16, where runs of 8 pages or fewer freed beside cached ones stay apart
@@ -969,6 +962,13 @@ START_TEST(cut_block_rejoins_its_rest)
 }
 END_TEST
 
+/*
+ * A buffer longer than the cache keeps (OM_CACHE_BIG pages), built up by
+ * realloc again and again: grown once to the length of one freed before,
+ * the next one freed is kept (as for a length asked for again), and the
+ * next buffer is cut from the front of its pages and grows through them
+ * without a system call.
+ */
 START_TEST(big_buffer_regrows_in_its_pages)
 {
 	struct dir_info *d = unit_pool();
