@@ -670,6 +670,50 @@ START_TEST(realloc_in_place)
 }
 END_TEST
 
+/*
+ * Below 512 KiB a block with no cached pages behind it goes to the kernel
+ * to grow only if it is the block that grew last, a buffer being built
+ * up; any other moves by copying (NULL here), without a system call, so
+ * that its pages go back to the cache.  From 512 KiB the kernel moves any.
+ */
+START_TEST(realloc_remaps_the_last_grown)
+{
+	struct dir_info *d = unit_pool();
+	size_t pg = OM_PAGE_SIZE;
+	struct om_os_counts a, b;
+	char *p, *q, *big;
+
+	if (mopts.guard || mopts.opt.realloc_move)
+		return;
+	/* p grows last: cut, then grown into its own tail. */
+	p = om_region_alloc(d, 20 * pg, 0, 0, NULL);
+	ck_assert_ptr_eq(om_region_realloc(d, om_region_find(d, p), p,
+	    17 * pg), p);
+	ck_assert_ptr_eq(om_region_realloc(d, om_region_find(d, p), p,
+	    18 * pg), p);
+	q = om_region_alloc(d, 20 * pg, 0, 0, NULL);
+	big = om_region_alloc(d, 130 * pg, 0, 0, NULL);
+	ck_assert_ptr_nonnull(q);
+	ck_assert_ptr_nonnull(big);
+	q[20 * pg - 1] = 7;
+	/* More than any run cached behind q: q is to be copied. */
+	om_os_counts(&a);
+	ck_assert_ptr_null(om_region_realloc(d, om_region_find(d, q), q,
+	    120 * pg));
+	om_os_counts(&b);
+	ck_assert_uint_eq(b.mmap, a.mmap);
+	ck_assert_uint_eq(b.munmap, a.munmap);
+	ck_assert_uint_eq(om_region_find(d, q)->size, 20 * pg);
+	ck_assert_uint_eq((uint8_t)q[20 * pg - 1], 7);
+	/* p, and a block of 512 KiB or more, grow whatever grew last. */
+	q = om_region_realloc(d, om_region_find(d, p), p, 120 * pg);
+	ck_assert_ptr_nonnull(q);
+	ck_assert_uint_eq(om_region_find(d, q)->size, 120 * pg);
+	ck_assert_ptr_nonnull(om_region_realloc(d, om_region_find(d, big),
+	    big, 200 * pg));
+}
+END_TEST
+
 /* Whether the kernel makes guard pages as markers in a mapping
  * (MADV_GUARD_INSTALL, Linux 6.13), which om_os_guard prefers. */
 static int
@@ -913,10 +957,12 @@ START_TEST(realloc_free_during_copy)
 END_TEST
 
 /* Grow a region from npages to newpages pages a page at a time, as
- * realloc does, writing each new page; the block, wherever it went. */
+ * realloc does, writing each new page; the block, wherever it went.  It
+ * starts as realloc's last grown block, a buffer built up from less. */
 static char *
 grow_pages(struct dir_info *d, char *p, size_t npages, size_t newpages)
 {
+	om_cache_grew(d, 0, 0, (uintptr_t)p, npages);
 	for (npages++; npages <= newpages; npages++) {
 		p = om_region_realloc(d, om_region_find(d, p), p,
 		    npages * OM_PAGE_SIZE);
@@ -1177,6 +1223,7 @@ main(void)
 	tcase_add_test(t, zeroed_on_reuse);
 	tcase_add_test(t, accounting);
 	tcase_add_test(t, realloc_in_place);
+	tcase_add_test(t, realloc_remaps_the_last_grown);
 	tcase_add_test(t, cut_block_rejoins_its_rest);
 	tcase_add_test(t, realloc_guarded);
 	tcase_add_test(t, realloc_guarded_locked);
