@@ -1826,7 +1826,7 @@ int
 om_cache_grow_flags(const struct dir_info *d, uintptr_t p, size_t oldsz,
     size_t newsz)
 {
-	if (newsz - oldsz <= oldsz / 8 && p == d->cache_grown)
+	if (newsz - oldsz <= oldsz / 8 && om_cache_grew_last(d, p))
 		return OM_ALLOC_GROW | OM_ALLOC_STEP;
 	return OM_ALLOC_GROW;
 }

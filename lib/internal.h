@@ -860,6 +860,14 @@ void om_cache_grew(struct dir_info *d, uintptr_t from, size_t frompages,
     uintptr_t to, size_t topages);
 int om_cache_grow_flags(const struct dir_info *d, uintptr_t p, size_t oldsz,
     size_t newsz);
+
+/* Whether the block at p is the one realloc grew last, a buffer being
+ * built up (see om_cache_grew). */
+OM_INLINE int
+om_cache_grew_last(const struct dir_info *d, uintptr_t p)
+{
+	return p == d->cache_grown;
+}
 void *om_cache_get_grown(struct dir_info *d, size_t npages, int *zeroed);
 void *om_cache_get_to_grow(struct dir_info *d, size_t npages, int step,
     int *zeroed);

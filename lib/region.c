@@ -568,7 +568,7 @@ resize(struct dir_info *d, struct region_info *r, void *p, size_t newsz)
 			q = page;
 		else if (oldlen < REALLOC_INPLACE_MIN ||
 		    (oldlen < REALLOC_REMAP_MIN &&
-		    (uintptr_t)page != d->cache_grown))
+		    !om_cache_grew_last(d, (uintptr_t)page)))
 			return NULL;
 		else if ((q = om_cache_move_to_grow(d, page, oldlen >>
 		    OM_PAGE_SHIFT, newlen >> OM_PAGE_SHIFT)) == NULL) {
