@@ -16,7 +16,12 @@
  * a random length of 1 to max bytes (from a fixed seed), its last byte
  * written, as a program resizes the buffers it keeps: `live` calls a
  * repetition, blocks grown and cut back at random, the others left where
- * they are.
+ * they are.  With grow=fit `live` buffers are kept too, and each
+ * repetition replaces one, at random: a new one, filled step bytes at a
+ * time to a random length of 1 to max bytes (its first byte to its last,
+ * as a file is read), doubled from step bytes whenever full, then cut to
+ * the length it holds, as a program reads what it keeps: a call for
+ * each doubling and one to cut, and the writes count in their time.
  *
  * An allocator that copies the block whenever it outgrows its place makes
  * the loop quadratic in max; one that grows blocks in place, or moves
@@ -100,6 +105,27 @@ build(long step, long max, uint64_t *seed, long *calls, long *moves)
 	return p;
 }
 
+/* A buffer of grow=fit: filled to a random length, doubled when full,
+ * then cut to that length. */
+static char *
+fill(long step, long max, uint64_t *seed, long *calls, long *moves)
+{
+	long len = 0, cap = step, add;
+	long want = 1 + (long)(draw(seed) % (uint64_t)max);
+	char *p = resize(NULL, cap, calls, moves);
+
+	while (len < want) {
+		add = want - len < step ? want - len : step;
+		if (len + add > cap) {
+			cap *= 2;
+			p = resize(p, cap, calls, moves);
+		}
+		memset(p + len, 'f', (size_t)add);
+		len += add;
+	}
+	return resize(p, len, calls, moves);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -111,31 +137,35 @@ main(int argc, char **argv)
 		{ "max", ARG_SIZE, &max, "size the buffer grows to" },
 		{ "reps", ARG_LONG, &reps, "times the buffer is grown" },
 		{ "grow", ARG_STRING, &grow, "add (step by step), double, "
-		    "half (appends, grown by half) or random (live blocks "
-		    "resized at random)" },
-		{ "live", ARG_LONG, &live, "blocks kept with grow=random" },
+		    "half (appends, grown by half), random (live blocks "
+		    "resized at random) or fit (live buffers filled, "
+		    "doubled, cut to fit)" },
+		{ "live", ARG_LONG, &live, "blocks kept with grow=random or "
+		    "fit" },
 	};
 	long r, calls = 0, moves = 0;
 	uint64_t t0, ns, seed = 1;
 	char **blocks = NULL;
-	int dbl, half, rnd;
+	int dbl, half, rnd, fit;
 
 	bench_parse(argc, argv, "A buffer grown by realloc in steps: ns per "
 	    "call.", args, sizeof(args) / sizeof(args[0]));
 	dbl = strcmp(grow, "double") == 0;
 	half = strcmp(grow, "half") == 0;
 	rnd = strcmp(grow, "random") == 0;
-	bench_require(strcmp(grow, "add") == 0 || dbl || half || rnd,
-	    argv[0], "grow must be add, double, half or random");
-	bench_require(step >= 1 && max >= (rnd ? 1 : step) && reps >= 1,
-	    argv[0], "step, max and reps must be at least 1, max at least "
-	    "step but with grow=random");
+	fit = strcmp(grow, "fit") == 0;
+	bench_require(strcmp(grow, "add") == 0 || dbl || half || rnd || fit,
+	    argv[0], "grow must be add, double, half, random or fit");
+	bench_require(step >= 1 && max >= (rnd || fit ? 1 : step) &&
+	    reps >= 1, argv[0], "step, max and reps must be at least 1, max "
+	    "at least step but with grow=random or fit");
 	bench_require(live >= 1, argv[0], "live must be at least 1");
-	if (rnd)
+	if (rnd || fit)
 		blocks = check_alloc(calloc((size_t)live, sizeof(*blocks)),
 		    (size_t)live * sizeof(*blocks));
-	bench_require(!(dbl || half) || max <= LONG_MAX / 2, argv[0],
-	    "max must be at most half of LONG_MAX with grow=double or half");
+	bench_require(!(dbl || half || fit) || max <= LONG_MAX / 2, argv[0],
+	    "max must be at most half of LONG_MAX with grow=double, half or "
+	    "fit");
 
 	t0 = now_ns();
 	for (r = 0; r < reps; r++) {
@@ -145,12 +175,19 @@ main(int argc, char **argv)
 			shuffle(blocks, live, max, &seed, &calls, &moves);
 			continue;
 		}
+		if (fit) {
+			long k = (long)(draw(&seed) % (uint64_t)live);
+
+			free(blocks[k]);
+			blocks[k] = fill(step, max, &seed, &calls, &moves);
+			continue;
+		}
 		p = half ? build(step, max, &seed, &calls, &moves) :
 		    grow_to(step, max, dbl, &calls, &moves);
 		escape(p);
 		free(p);
 	}
-	if (rnd) {
+	if (rnd || fit) {
 		escape(blocks);
 		for (r = 0; r < live; r++)
 			free(blocks[r]);
