@@ -1728,6 +1728,30 @@ om_cache_grown_to(struct dir_info *d, size_t npages)
 		long_again(d, npages);
 }
 
+/* A used run of newpages or more, in a class of runs longer than
+ * newpages - 1, for a block that grows to newpages: its slot, its class
+ * in *kp, or -1. */
+static int
+run_to_grow(struct dir_info *d, size_t newpages, unsigned int *kp)
+{
+	int k = class_of(d, newpages - 1);
+
+	settle(d);
+	if (k < 0)
+		return -1;
+	return find_longer(d, (unsigned int)k, newpages - 1, 0, kp);
+}
+
+/* Whether a used run is cached that a block growing to newpages could
+ * move onto (om_cache_move_to_grow), or be copied into. */
+int
+om_cache_has_run_to_grow(struct dir_info *d, size_t newpages)
+{
+	unsigned int j;
+
+	return run_to_grow(d, newpages, &j) >= 0;
+}
+
 /*
  * A block of npages pages at p, from 64 KiB, that has to grow to newpages
  * and has no cached run behind it: moved onto the front newpages of a used
@@ -1743,13 +1767,11 @@ void *
 om_cache_move_to_grow(struct dir_info *d, void *p, size_t npages,
     size_t newpages)
 {
-	int k = class_of(d, newpages - 1), i;
 	unsigned int j;
+	int i;
 	char *q;
 
-	settle(d);
-	if (k < 0 || (i = find_longer(d, (unsigned int)k, newpages - 1, 0,
-	    &j)) < 0)
+	if ((i = run_to_grow(d, newpages, &j)) < 0)
 		return NULL;
 	d->cache_idle = 0;
 	if ((q = take_front(d, j, (unsigned int)i, newpages)) == NULL)
@@ -1826,7 +1848,7 @@ int
 om_cache_grow_flags(const struct dir_info *d, uintptr_t p, size_t oldsz,
     size_t newsz)
 {
-	if (newsz - oldsz <= oldsz / 8 && om_cache_grew_last(d, p))
+	if (om_cache_building(d, p, oldsz, newsz))
 		return OM_ALLOC_GROW | OM_ALLOC_STEP;
 	return OM_ALLOC_GROW;
 }

@@ -861,17 +861,28 @@ void om_cache_grew(struct dir_info *d, uintptr_t from, size_t frompages,
 int om_cache_grow_flags(const struct dir_info *d, uintptr_t p, size_t oldsz,
     size_t newsz);
 
-/* Whether the block at p is the one realloc grew last, a buffer being
- * built up (see om_cache_grew). */
+/* Whether the block at p is the one realloc grew last (see
+ * om_cache_grew). */
 OM_INLINE int
 om_cache_grew_last(const struct dir_info *d, uintptr_t p)
 {
 	return p == d->cache_grown;
 }
+
+/* Whether the block at p, growing from oldsz to newsz bytes, is a buffer
+ * being built up: the block realloc grew last (see om_cache_grew),
+ * growing by an eighth of its size or less. */
+OM_INLINE int
+om_cache_building(const struct dir_info *d, uintptr_t p, size_t oldsz,
+    size_t newsz)
+{
+	return newsz - oldsz <= oldsz / 8 && om_cache_grew_last(d, p);
+}
 void *om_cache_get_grown(struct dir_info *d, size_t npages, int *zeroed);
 void *om_cache_get_to_grow(struct dir_info *d, size_t npages, int step,
     int *zeroed);
 void om_cache_grown_to(struct dir_info *d, size_t npages);
+int om_cache_has_run_to_grow(struct dir_info *d, size_t newpages);
 void *om_cache_move_to_grow(struct dir_info *d, void *p, size_t npages,
     size_t newpages);
 size_t om_cache_depot_pages(void);

@@ -494,15 +494,8 @@ move_in_page(struct dir_info *d, struct region_info *r, size_t newsz)
  * size: a buffer built up again and again then grows through the pages
  * it had last time, where mremap would move it away from them, leaving
  * them cached, with a system call for every page it grows by.  Below
- * 512 KiB only the block that grew last (a buffer being built up) goes
- * to the kernel; any other moves by copying, into cached pages, and its
- * own go back to the cache.  Moved by the kernel, it takes a cached run
- * or fresh pages and gives back none: 100 blocks resized at random up to
- * 100 KiB (bench/realloc grow=random max=100k live=100), moved so,
- * drained the cache of long runs, which were mapped again and faulted in
- * (66,000 faults in 100,000 calls, 6.4 us a call against glibc's 1.1; a
- * copy of such a block costs less than the system call and the faults).
- * Returns the block, p or where it moved, when done, NULL when the caller
+ * 512 KiB most blocks move by copying instead (by_kernel).  Returns the
+ * block, p or where it moved, when done, NULL when the caller
  * must move it by copying.  Below 64 KiB a region grows only into cached
  * pages and never shrinks: mapping would cost a system call and page
  * faults where cached pages cost a copy, and shrinking would leave a tail
@@ -516,6 +509,36 @@ move_in_page(struct dir_info *d, struct region_info *r, size_t newsz)
  * towards its page's end that needs another shift moves within its page
  * (move_in_page).
  */
+/*
+ * Whether a region of oldlen bytes at page, from 64 KiB, that cannot grow
+ * into cached pages behind it grows to newlen by the kernel (onto the
+ * front of a cached run, or by mremap), else by a copy, into cached pages,
+ * its own going back to the cache.  From 512 KiB it does.  Below, a buffer
+ * being built up does (om_cache_building), which a copy at every step
+ * would cost the square of its length, and the block that grew last, by
+ * more, if no cached run could take it; any other block is copied.  Moved
+ * by the kernel, a block takes a cached run or fresh pages and gives back
+ * none: 100 blocks resized at random up to 100 KiB (bench/realloc
+ * grow=random max=100k live=100), moved so, drained the cache of long
+ * runs, which were mapped again and faulted in (66,000 faults in 100,000
+ * calls, 6.4 us a call against glibc's 1.1; a copy of such a block costs
+ * less than the system call and the faults).  And a buffer doubled as it
+ * was filled and cut to fit (grow=fit), moved onto a cached run's front,
+ * dropped the run's pages under it and then lay across two mappings,
+ * which mremap refuses to grow (EFAULT): its next doubling was copied
+ * into fresh pages (267,000 faults for 20,000 buffers of up to 200 KB,
+ * 6,400 when copied into cached runs).
+ */
+static int
+by_kernel(struct dir_info *d, uintptr_t page, size_t oldlen, size_t newlen)
+{
+	if (oldlen >= REALLOC_REMAP_MIN || om_cache_building(d, page, oldlen,
+	    newlen))
+		return 1;
+	return om_cache_grew_last(d, page) &&
+	    !om_cache_has_run_to_grow(d, newlen >> OM_PAGE_SHIFT);
+}
+
 static OM_NOINLINE void *
 resize(struct dir_info *d, struct region_info *r, void *p, size_t newsz)
 {
@@ -567,8 +590,7 @@ resize(struct dir_info *d, struct region_info *r, void *p, size_t newsz)
 		    (newlen - oldlen) >> OM_PAGE_SHIFT))
 			q = page;
 		else if (oldlen < REALLOC_INPLACE_MIN ||
-		    (oldlen < REALLOC_REMAP_MIN &&
-		    !om_cache_grew_last(d, (uintptr_t)page)))
+		    !by_kernel(d, (uintptr_t)page, oldlen, newlen))
 			return NULL;
 		else if ((q = om_cache_move_to_grow(d, page, oldlen >>
 		    OM_PAGE_SHIFT, newlen >> OM_PAGE_SHIFT)) == NULL) {

@@ -714,6 +714,51 @@ START_TEST(realloc_remaps_the_last_grown)
 }
 END_TEST
 
+/*
+ * The block that grew last, growing by more than an eighth, is copied
+ * when a used run long enough is cached (NULL here), its own pages going
+ * back to the cache, and grows by the kernel when none is; growing by an
+ * eighth or less, a buffer being built up, it grows by the kernel either
+ * way, onto the front of that run.
+ */
+START_TEST(realloc_copies_the_last_grown_by_much)
+{
+	struct dir_info *d = unit_pool();
+	size_t pg = OM_PAGE_SIZE;
+	struct om_os_counts a, b;
+	char *p, *q, *big;
+
+	if (mopts.guard || mopts.opt.realloc_move || d->cache_max == 0)
+		return;
+	p = om_region_alloc(d, 20 * pg, 0, 0, NULL);
+	big = om_region_alloc(d, 100 * pg, 0, 0, NULL);
+	ck_assert_ptr_nonnull(p);
+	ck_assert_ptr_nonnull(big);
+	memset(big, 1, 100 * pg);
+	p[20 * pg - 1] = 7;
+	om_cache_grew(d, 0, 0, (uintptr_t)p, 20);
+	ck_assert(om_cache_take_at(d, (uintptr_t)p + 20 * pg, 1) == 0);
+	/* No used run to take: the kernel grows it. */
+	q = om_region_realloc(d, om_region_find(d, p), p, 40 * pg);
+	ck_assert_ptr_nonnull(q);
+	ck_assert_uint_eq((uint8_t)q[20 * pg - 1], 7);
+	ck_assert(om_cache_take_at(d, (uintptr_t)q + 40 * pg, 1) == 0);
+	/* big, written and freed, is such a run: q is to be copied. */
+	om_region_free(d, om_region_find(d, big), big, 0, 0);
+	om_os_counts(&a);
+	ck_assert_ptr_null(om_region_realloc(d, om_region_find(d, q), q,
+	    80 * pg));
+	om_os_counts(&b);
+	ck_assert_uint_eq(b.mmap, a.mmap);
+	ck_assert_uint_eq(om_region_find(d, q)->size, 40 * pg);
+	/* By an eighth, it moves onto that run's front. */
+	p = om_region_realloc(d, om_region_find(d, q), q, 45 * pg);
+	ck_assert_ptr_eq(p, big);
+	ck_assert_uint_eq((uint8_t)p[20 * pg - 1], 7);
+	ck_assert_uint_eq(om_region_find(d, p)->size, 45 * pg);
+}
+END_TEST
+
 /* Whether the kernel makes guard pages as markers in a mapping
  * (MADV_GUARD_INSTALL, Linux 6.13), which om_os_guard prefers. */
 static int
@@ -1224,6 +1269,7 @@ main(void)
 	tcase_add_test(t, accounting);
 	tcase_add_test(t, realloc_in_place);
 	tcase_add_test(t, realloc_remaps_the_last_grown);
+	tcase_add_test(t, realloc_copies_the_last_grown_by_much);
 	tcase_add_test(t, cut_block_rejoins_its_rest);
 	tcase_add_test(t, realloc_guarded);
 	tcase_add_test(t, realloc_guarded_locked);
