@@ -487,6 +487,9 @@ struct dir_info {
 	unsigned int cache_used;	/* runs */
 	unsigned int cache_idle;	/* runs other pools' threads put since
 					 * the last get or own put */
+	uint8_t cache_idle_shift;	/* puts it waits for: IDLE_PUTS << */
+	uint8_t cache_idle_gave;	/* gave runs away since a miss */
+	uint32_t cache_miss_tid;	/* the thread that missed last */
 	size_t cache_pages;		/* pages held */
 	size_t cache_big_pages;		/* of them in class 0 */
 	size_t cache_big_max;		/* and at most there */

@@ -5,6 +5,7 @@
 #include "unit.h"
 
 #include <malloc.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -450,6 +451,111 @@ START_TEST(idle_pool_gives_back)
 		om_cache_put(d, base + 3 * i * OM_PAGE_SIZE, 2, 0);
 	ck_assert_uint_eq(d->cache_n[2], 16);
 	settle(d);
+	om_cache_depot_trim();
+}
+END_TEST
+
+/* A get of npages that misses the cache (nothing of that length is
+ * cached), put back as the pool's own thread puts it. */
+static void
+miss(struct dir_info *d, size_t npages)
+{
+	void *q;
+	int z;
+
+	ck_assert_uint_eq(d->cache_n[npages], 0);
+	q = om_cache_get(d, npages, 0, &z);
+	ck_assert_ptr_nonnull(q);
+	om_cache_put(d, q, npages, 0);
+	d->cache_idle = 0;
+}
+
+/* A miss in another thread: runs of 3 pages or fewer are not cut from
+ * longer ones, and none of 3 is cached. */
+static void *
+miss_thread(void *arg)
+{
+	struct dir_info *d = arg;
+	void *q;
+	int z;
+
+	free(malloc(1));
+	q = om_cache_get(d, 3, 0, &z);
+	if (q != NULL)
+		om_cache_put(d, q, 3, 0);
+	return q;
+}
+
+/*
+ * A pool whose thread misses after the pool gave its runs away to other
+ * threads' puts (a producer whose consumer frees a queue of its buffers
+ * at a time) waits twice as long before it next gives runs away, each
+ * time the same thread misses so; the runs other threads put then stay
+ * apart instead of joining their neighbours, and a run whose class has
+ * no slot left goes to the depot.  A miss by another thread starts over.
+ * The unit pool is outside the array: every put counts as another
+ * pool's thread's.
+ */
+START_TEST(producer_keeps_what_consumer_frees)
+{
+	struct dir_info *d = unit_pool();
+	unsigned int i, room32;
+	size_t before;
+	pthread_t t;
+	char *base, *run;
+	void *q;
+
+	if (d->cache_cap[2] < 32 || d->cache_room[32] == 0)
+		return;
+	om_cache_depot_trim();
+	base = own_pages(d, 3 * 64);
+	miss(d, 5);
+	om_cache_trim(d);
+	settle(d);
+	for (i = 0; i < 17; i++)
+		om_cache_put(d, base + 3 * i * OM_PAGE_SIZE, 2, 0);
+	ck_assert_uint_eq(d->cache_n[2], 17 - evicted_of(d, 2));
+	ck_assert_uint_eq(d->cache_idle_shift, 0);
+	settle(d);
+	/* The same thread misses: it needed what went. */
+	miss(d, 6);
+	ck_assert_uint_eq(d->cache_idle_shift, 1);
+	/* 32 puts in a row now, and the 33rd gives runs away. */
+	for (i = 17; i < 49; i++)
+		om_cache_put(d, base + 3 * i * OM_PAGE_SIZE, 2, 0);
+	ck_assert_uint_eq(d->cache_n[2], 17 - evicted_of(d, 2) + 32);
+	om_cache_put(d, base + 3 * 49 * OM_PAGE_SIZE, 2, 0);
+	ck_assert_uint_eq(d->cache_n[2],
+	    17 - evicted_of(d, 2) + 33 - evicted_of(d, 2));
+	settle(d);
+	/* Two runs of 12 pages that touch stay apart. */
+	d->cache_idle = 0;
+	run = own_pages(d, 24);
+	om_cache_put(d, run, 12, 0);
+	om_cache_put(d, run + 12 * OM_PAGE_SIZE, 12, 0);
+	ck_assert_uint_eq(d->cache_n[12], 2);
+	ck_assert_uint_eq(d->cache_n[0], 0);
+	/* A full class sends the next run to the depot, the class and its
+	 * neighbours as they were. */
+	room32 = d->cache_room[32];
+	for (i = 0; i < room32; i++) {
+		d->cache_idle = 0;
+		om_cache_put(d, own_pages(d, 32), 32, 0);
+	}
+	ck_assert_uint_eq(d->cache_n[32], room32);
+	settle(d);
+	before = om_cache_depot_pages();
+	om_cache_put(d, own_pages(d, 32), 32, 0);
+	ck_assert_uint_eq(d->cache_n[32], room32);
+	ck_assert_uint_eq(d->npending, 1);
+	settle(d);
+	ck_assert_uint_eq(om_cache_depot_pages(), before + 32);
+	/* Another thread's miss starts the count over. */
+	ck_assert_uint_eq(d->cache_n[3], 0);
+	ck_assert_int_eq(pthread_create(&t, NULL, miss_thread, d), 0);
+	ck_assert_int_eq(pthread_join(t, &q), 0);
+	ck_assert_ptr_nonnull(q);
+	ck_assert_uint_eq(d->cache_idle_shift, 0);
 	om_cache_depot_trim();
 }
 END_TEST
@@ -2831,6 +2937,7 @@ main(void)
 	tcase_add_test(t, front_write_after_free);
 	tcase_add_test(t, depot_limit);
 	tcase_add_test(t, idle_pool_gives_back);
+	tcase_add_test(t, producer_keeps_what_consumer_frees);
 	tcase_add_test(t, used_runs_first);
 	tcase_add_test(t, idle_runs_decay);
 	suite_add_tcase(s, t);
