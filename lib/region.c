@@ -485,31 +485,6 @@ move_in_page(struct dir_info *d, struct region_info *r, size_t newsz)
 }
 
 /*
- * Resize a region without copying it when possible: the same pages, fewer
- * pages (the tail goes to the cache), or more pages: the front of a
- * cached run that starts right behind it, or else, from 64 KiB, pages
- * mapped right behind it or, when those are taken, the block moved by the
- * kernel (mremap moves page tables, not bytes, and unmaps the old range,
- * so a stale pointer to it faults).  The cached run comes first at any
- * size: a buffer built up again and again then grows through the pages
- * it had last time, where mremap would move it away from them, leaving
- * them cached, with a system call for every page it grows by.  Below
- * 512 KiB most blocks move by copying instead (by_kernel).  Returns the
- * block, p or where it moved, when done, NULL when the caller
- * must move it by copying.  Below 64 KiB a region grows only into cached
- * pages and never shrinks: mapping would cost a system call and page
- * faults where cached pages cost a copy, and shrinking would leave a tail
- * of a length nobody asked for in the cache, where the freed block's own
- * length is asked for again (phong-like programs, which realloc blocks up
- * and down, otherwise see a class emptied and another overflowing).
- * With guard pages (G) a region from 64 KiB shrinks in place and grows
- * by the kernel (shrink_guarded, grow_guarded), never into cached pages,
- * since its guard lies between; a smaller one moves by copying, as
- * OpenBSD moves every guarded region that grows.  A region shifted
- * towards its page's end that needs another shift moves within its page
- * (move_in_page).
- */
-/*
  * Whether a region of oldlen bytes at page, from 64 KiB, that cannot grow
  * into cached pages behind it grows to newlen by the kernel (onto the
  * front of a cached run, or by mremap), else by a copy, into cached pages,
@@ -539,6 +514,31 @@ by_kernel(struct dir_info *d, uintptr_t page, size_t oldlen, size_t newlen)
 	    !om_cache_has_run_to_grow(d, newlen >> OM_PAGE_SHIFT);
 }
 
+/*
+ * Resize a region without copying it when possible: the same pages, fewer
+ * pages (the tail goes to the cache), or more pages: the front of a
+ * cached run that starts right behind it, or else, from 64 KiB, pages
+ * mapped right behind it or, when those are taken, the block moved by the
+ * kernel (mremap moves page tables, not bytes, and unmaps the old range,
+ * so a stale pointer to it faults).  The cached run comes first at any
+ * size: a buffer built up again and again then grows through the pages
+ * it had last time, where mremap would move it away from them, leaving
+ * them cached, with a system call for every page it grows by.  Below
+ * 512 KiB most blocks move by copying instead (by_kernel).  Returns the
+ * block, p or where it moved, when done, NULL when the caller
+ * must move it by copying.  Below 64 KiB a region grows only into cached
+ * pages and never shrinks: mapping would cost a system call and page
+ * faults where cached pages cost a copy, and shrinking would leave a tail
+ * of a length nobody asked for in the cache, where the freed block's own
+ * length is asked for again (phong-like programs, which realloc blocks up
+ * and down, otherwise see a class emptied and another overflowing).
+ * With guard pages (G) a region from 64 KiB shrinks in place and grows
+ * by the kernel (shrink_guarded, grow_guarded), never into cached pages,
+ * since its guard lies between; a smaller one moves by copying, as
+ * OpenBSD moves every guarded region that grows.  A region shifted
+ * towards its page's end that needs another shift moves within its page
+ * (move_in_page).
+ */
 static OM_NOINLINE void *
 resize(struct dir_info *d, struct region_info *r, void *p, size_t newsz)
 {

@@ -673,8 +673,10 @@ END_TEST
 /*
  * Below 512 KiB a block with no cached pages behind it goes to the kernel
  * to grow only if it is the block that grew last, a buffer being built
- * up; any other moves by copying (NULL here), without a system call, so
- * that its pages go back to the cache.  From 512 KiB the kernel moves any.
+ * up (and, growing by more than an eighth, no cached run could take it:
+ * realloc_copies_the_last_grown_by_much); any other moves by copying
+ * (NULL here), without a system call, so that its pages go back to the
+ * cache.  From 512 KiB the kernel moves any.
  */
 START_TEST(realloc_remaps_the_last_grown)
 {
