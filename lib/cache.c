@@ -2367,8 +2367,8 @@ put_by_own(const struct dir_info *d)
  * pool has a thread.  A producer of 64 KiB buffers queued 64 deep to a
  * consumer on its CPU gave its runs away at every batch and took them
  * back from the depot or the kernel: 0.67 M blocks a second, 2,790 mmap
- * and 3,861 munmap calls in 0.3 s (scudo 3.2 M blocks); 3.7 M now, 20
- * and 38 calls.  larson, whose driver threads sleep in pthread_join while
+ * and 3,861 munmap calls in 0.3 s (scudo 3.4 M blocks); 3.8 M now, 20
+ * and 41-45 calls.  larson, whose driver threads sleep in pthread_join while
  * the generations they start land on their pools, keeps its peak: a miss
  * by a thread other than the last one to miss starts the count over.
  */
