@@ -525,8 +525,8 @@ by_kernel(struct dir_info *d, uintptr_t page, size_t oldlen, size_t newlen)
  * it had last time, where mremap would move it away from them, leaving
  * them cached, with a system call for every page it grows by.  Below
  * 512 KiB most blocks move by copying instead (by_kernel).  Returns the
- * block, p or where it moved, when done, NULL when the caller
- * must move it by copying.  Below 64 KiB a region grows only into cached
+ * block, p or where it moved, when done, NULL when the caller must move
+ * it by copying.  Below 64 KiB a region grows only into cached
  * pages and never shrinks: mapping would cost a system call and page
  * faults where cached pages cost a copy, and shrinking would leave a tail
  * of a length nobody asked for in the cache, where the freed block's own
@@ -581,8 +581,8 @@ resize(struct dir_info *d, struct region_info *r, void *p, size_t newsz)
 			return NULL;
 		d->cheap_realloc_tries++;
 		/* Guarded, by the kernel; else into the cached pages behind
-		 * it; from 64 KiB (512 KiB unless it grew last), else onto
-		 * the front of a cached run, else by the kernel. */
+		 * it; from 64 KiB, as by_kernel decides, onto the front of a
+		 * cached run, else by the kernel. */
 		if (mopts.guard) {
 			if ((q = grow_guarded(d, page, oldlen, newlen)) == NULL)
 				return NULL;
