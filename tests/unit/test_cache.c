@@ -65,17 +65,19 @@ evicted_of(const struct dir_info *d, unsigned int k)
 	return quarter_of(d, k) < 16 ? quarter_of(d, k) : 16;
 }
 
-/* npages of the pool's own, and a page after them that is not: runs
- * mapped one after the other never touch (runs over 8 pages that touch
- * join as they come into the cache). */
+/* npages of the pool's own, between two pages that are not: runs mapped
+ * one after the other never touch (runs over 8 pages that touch join as
+ * they come into the cache), nor do they touch a run the pool mapped
+ * itself next to them (an eviction takes a run's cached neighbours with
+ * it, whatever their class). */
 static void *
 own_pages(struct dir_info *d, size_t npages)
 {
-	void *p = om_os_map((npages + 1) * OM_PAGE_SIZE, 0);
+	char *p = om_os_map((npages + 2) * OM_PAGE_SIZE, 0);
 
 	ck_assert_ptr_nonnull(p);
 	d->mapped += npages * OM_PAGE_SIZE;
-	return p;
+	return p + OM_PAGE_SIZE;
 }
 
 /*
@@ -1374,7 +1376,11 @@ START_TEST(long_mode_grows_shorter)
 	put_gone(d, own_pages(d, n), n);
 	ck_assert_ptr_nonnull(om_cache_get(d, n, 0, &z));
 	ck_assert_uint_eq(d->cache_long, n);
-	a = own_pages(d, n - 100);
+	/* With 100 free pages below it, a grows there, in one call. */
+	a = (char *)own_pages(d, n) + 100 * OM_PAGE_SIZE;
+	ck_assert_int_eq(munmap(a - 101 * OM_PAGE_SIZE, 101 * OM_PAGE_SIZE),
+	    0);
+	d->mapped -= 100 * OM_PAGE_SIZE;
 	put_busy(d, a, n - 100);
 	settle(d);
 	ck_assert(cached(d, a));
