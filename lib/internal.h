@@ -485,6 +485,12 @@ struct dir_info {
 	unsigned int cache_puts;	/* puts this round (see decay) */
 	uint64_t cache_classes;		/* bit k: class k holds runs */
 	unsigned int cache_used;	/* runs */
+	/* A bit, by hash, for each address where a cached run starts or
+	 * ends (see edge_note), after the slots; 64 less the log of its
+	 * bits, and the runs noted since it was rebuilt. */
+	uint64_t *cache_edges;
+	unsigned int cache_edges_shift;
+	unsigned int cache_edges_set;
 	unsigned int cache_idle;	/* runs other pools' threads put since
 					 * the last get or own put */
 	uint8_t cache_idle_shift;	/* puts it waits for: IDLE_PUTS << */
@@ -888,6 +894,7 @@ void om_cache_grown_to(struct dir_info *d, size_t npages);
 int om_cache_has_run_to_grow(struct dir_info *d, size_t newpages);
 void *om_cache_move_to_grow(struct dir_info *d, void *p, size_t npages,
     size_t newpages);
+int om_cache_edges_hold(const struct dir_info *d);
 size_t om_cache_depot_pages(void);
 size_t om_cache_depot_limit(void);
 int om_cache_depot_offer(const struct om_cache_entry *e,
