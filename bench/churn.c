@@ -71,7 +71,7 @@ main(int argc, char **argv)
 	struct bench_arg args[] = {
 		{ "threads", ARG_LONG, &threads, "threads started together" },
 		{ "waves", ARG_LONG, &waves, "times they are started" },
-		{ "blocks", ARG_LONG, &nblocks, "blocks each thread allocates" },
+		{ "blocks", ARG_LONG, &nblocks, "blocks a thread allocates" },
 		{ "max", ARG_SIZE, &maxsize, "largest block, about" },
 		{ "keep", ARG_LONG, &keep, "one block in keep outlives its "
 		    "thread" },
