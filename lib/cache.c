@@ -70,10 +70,14 @@
  * full depot offered a run makes room for it by unmapping a run of the
  * length in least demand, if that is in less demand than the offered
  * one, so that leftovers nobody asks for do not keep what is asked for
- * out.  A program whose heap only grows, or that frees once and stops,
- * never raises the limit; one that frees a batch and allocates it again
- * (where an allocator that unmaps pays a page fault per page, every
- * time, and a munmap call per run, every time) keeps its batch.
+ * out; that run counts as turned away too (a depot that counted only
+ * the runs it refused grew too little: 500 threads that came and went
+ * had it give up 39,000 pages to make room, which they then mapped and
+ * faulted in again).  A program whose heap only grows, or that frees
+ * once and stops, never raises the limit; one that frees a batch and
+ * allocates it again (where an allocator that unmaps pays a page fault
+ * per page, every time, and a munmap call per run, every time) keeps its
+ * batch.
  *
  * The limit comes down again as the need goes.  A round lasts until four
  * times as many pages as the limit (DEPOT_ROUND at least) have been
@@ -213,6 +217,15 @@ depot_victim(void)
 	return v;
 }
 
+/* A run of n pages leaves for the kernel for want of room (depot locked):
+ * a miss of its length may then raise the limit (depot_get). */
+static void
+turned_away(unsigned int n)
+{
+	depot.dropped += n;
+	depot.lost[n]++;
+}
+
 /*
  * Offer an evicted entry, with no pool lock held (see unlock_and_unmap);
  * 1 if the depot took it.  *out is then a run it gave up to make room
@@ -244,14 +257,16 @@ om_cache_depot_offer(const struct om_cache_entry *e,
 		depot_push(e);
 		taken = 1;
 	} else {
-		depot.dropped += n;
-		depot.lost[n]++;
+		turned_away(n);
 		if (out->npages != 0 && !over) {
 			/* Not enough room made after all: keep the victim. */
 			depot_push(out);
 			out->npages = 0;
 		}
 	}
+	/* A victim is turned away as much as a run refused. */
+	if (out->npages != 0)
+		turned_away(out->npages);
 	depot_unlock();
 	return taken;
 }

@@ -776,6 +776,74 @@ START_TEST(depot_follows_need)
 }
 END_TEST
 
+/* Offer a run of npages of our own, mapped for it, to the depot as
+ * unlock() would (see offer_page); 1 if taken.  *gave: the length of the
+ * run given up to make room, 0 if none. */
+static int
+offer_run(size_t npages, unsigned int *gave)
+{
+	struct om_cache_entry e, out;
+	int taken;
+
+	memset(&e, 0, sizeof(e));
+	e.p = (uintptr_t)om_os_map(npages * OM_PAGE_SIZE, 0);
+	ck_assert_uint_ne(e.p, 0);
+	e.npages = (uint32_t)npages;
+	taken = om_cache_depot_offer(&e, &out);
+	if (!taken)
+		om_os_unmap((void *)e.p, npages * OM_PAGE_SIZE);
+	if (out.npages != 0)
+		om_os_unmap((void *)out.p, (size_t)out.npages * OM_PAGE_SIZE);
+	*gave = out.npages;
+	return taken;
+}
+
+/*
+ * A run the full depot gives up to make room for one in more demand is
+ * turned away as much as a run it refuses: once the depot has none of
+ * its length left, a miss of that length raises the limit.
+ */
+START_TEST(depot_counts_its_victims)
+{
+	struct dir_info *d = unit_pool();
+	unsigned int i, gave, n;
+	size_t limit;
+	int zeroed;
+	void *p;
+
+	if (d->cache_max == 0)
+		return;
+	unit_init();
+	om_cache_depot_trim();
+	limit = om_cache_depot_limit();
+	/* Full of runs of 2 pages, none asked for yet. */
+	for (i = 0; i < limit / 2; i++) {
+		ck_assert_int_eq(offer_run(2, &gave), 1);
+		ck_assert_uint_eq(gave, 0);
+	}
+	/* A page asked for, cut from one of them: pages are now in demand,
+	 * runs of 2 are not, and a page offered to the full depot takes the
+	 * place of a run of 2. */
+	p = om_cache_get(d, 1, 0, &zeroed);
+	ck_assert_ptr_nonnull(p);
+	ck_assert_int_eq(offer_run(1, &gave), 1);
+	ck_assert_uint_eq(gave, 0);
+	ck_assert_uint_eq(om_cache_depot_pages(), limit);
+	ck_assert_int_eq(offer_run(1, &gave), 1);
+	ck_assert_uint_eq(gave, 2);
+	ck_assert_uint_eq(om_cache_depot_limit(), limit);
+	/* Every run of 2 taken, and one more asked for: the depot was too
+	 * small by the run it gave up. */
+	n = (unsigned int)(limit / 2 - 2);
+	for (i = 0; i < n; i++)
+		ck_assert_ptr_nonnull(om_cache_get(d, 2, 0, &zeroed));
+	ck_assert_uint_eq(om_cache_depot_limit(), limit);
+	ck_assert_ptr_nonnull(om_cache_get(d, 2, 0, &zeroed));
+	ck_assert_uint_eq(om_cache_depot_limit(), limit + 2);
+	om_cache_depot_trim();
+}
+END_TEST
+
 START_TEST(too_big_unmapped_at_once)
 {
 	struct dir_info *d = unit_pool();
@@ -2982,6 +3050,7 @@ main(void)
 	tcase_add_test(t, front_same_as_settled);
 	tcase_add_test(t, front_write_after_free);
 	tcase_add_test(t, depot_limit);
+	tcase_add_test(t, depot_counts_its_victims);
 	tcase_add_test(t, idle_pool_gives_back);
 	tcase_add_test(t, producer_keeps_what_consumer_frees);
 	tcase_add_test(t, used_runs_first);
