@@ -214,6 +214,7 @@ unlock_and_unmap(struct dir_info *d)
 {
 	struct om_span s[OM_PENDING];
 	unsigned int i, n = d->npending, nu = 0;
+	const char *func = d->func;
 
 	memcpy(s, d->pending, n * sizeof(s[0]));
 	d->npending = 0;
@@ -230,9 +231,11 @@ unlock_and_unmap(struct dir_info *d)
 			/* Taken; the run it made room for goes instead. */
 			if (out.npages == 0)
 				continue;
+			om_cache_check_leaving(func, &out);
 			s[i].p = out.p;
 			s[i].len = (size_t)out.npages << OM_PAGE_SHIFT;
-		}
+		} else if (s[i].offer.npages != 0)
+			om_cache_check_leaving(func, &s[i].offer);
 		/* Turned away, or never offered, or made room for. */
 		s[nu++] = s[i];
 	}

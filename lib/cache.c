@@ -90,7 +90,10 @@
  * what it holds until malloc_trim, which empties the depot and resets it.
  *
  * Runs wait in bins by length, each a stack of slots, so that a take is
- * a few steps whatever the depot holds.
+ * a few steps whatever the depot holds.  They come in with the junk of
+ * their first page unchecked (evict): the pool that takes one checks it
+ * (reuse), and one that leaves for the kernel, turned away, given up to
+ * make room or trimmed, is checked on its way (om_cache_check_leaving).
  */
 static struct {
 	struct om_mutex mtx;
@@ -427,6 +430,7 @@ om_cache_depot_trim(void)
 				om_os_unmap_spans(s, m);
 				m = 0;
 			}
+			om_cache_check_leaving("malloc_trim", &e);
 			s[m].p = e.p;
 			s[m++].len = (size_t)n << OM_PAGE_SHIFT;
 		}
@@ -1007,16 +1011,41 @@ unmap_spans(struct dir_info *d, struct om_span *s, unsigned int n)
 	om_os_unmap_spans(s, now);
 }
 
+/* Check the junk of a run that leaves the cache. */
+OM_INLINE void
+check_out(struct dir_info *d, const struct om_cache_entry *e)
+{
+	if (e->junked && !e->noaccess && d->junk)
+		junk_validate(d, (void *)e->p, data_len(e));
+}
+
 /* Take slot i of class k out of the cache, checking its junk first. */
 static struct om_cache_entry
 take_out(struct dir_info *d, unsigned int k, unsigned int i)
 {
 	struct om_cache_entry e = *slot(d, k, i);
 
-	if (e.junked && !e.noaccess && d->junk)
-		junk_validate(d, (void *)e.p, data_len(&e));
+	check_out(d, &e);
 	remove_entry(d, k, i);
 	return e;
+}
+
+/*
+ * A run offered to the depot by evict, turned away or given up to make
+ * room, on its way to the kernel from a call of func: its junk was left
+ * for the depot to check, as a pool takes the run or as it leaves.
+ */
+void
+om_cache_check_leaving(const char *func, const struct om_cache_entry *e)
+{
+	const void *p = (const void *)e->p;
+
+	if (!e->junked || e->noaccess)
+		return;
+	if (OM_UNLIKELY(mopts.junk_validate_full ? !om_bytes_are(p,
+	    OM_JUNK_FREE, data_len(e)) : !page_junk_ok(p)))
+		om_fatal_in(func != NULL ? func : "malloc",
+		    "write after free", p);
 }
 
 /*
@@ -2202,12 +2231,17 @@ joins(const struct om_cache_entry *a, const struct om_cache_entry *b)
  * once the lock is released; a stretch of touching runs longer than the
  * depot keeps goes back whole, none of it offered, as pieces the depot
  * took would cut it into several calls: a heap freed in order goes back
- * in a few calls, not one per run.  A joined run's level-1 junk is then checked
- * in its first page only.  Which runs leave does not make reuse
- * predictable: a get still takes a random run of what stays.  With idle
- * (decay, below), only used runs of k go, none of their neighbours (which
- * may be what a loop is using), and all of them back to the kernel, none
- * to the depot; those that touch still go in one call.
+ * in a few calls, not one per run.  Each run's junk is checked as it
+ * goes, but for the first page of a run offered to the depot, which the
+ * depot checks as the run leaves it, for a pool or for the kernel: a
+ * run given back to the depot and taken again, as threads come and go,
+ * is read once in memory gone cold, not twice (bench/churn at two
+ * threads: 1.03-1.10x the threads a second).  Which runs leave does not
+ * make reuse predictable: a get still takes a random run of what stays.
+ * With idle (decay, below), only used runs of k go, none of their
+ * neighbours (which may be what a loop is using), and all of them back
+ * to the kernel, none to the depot; those that touch still go in one
+ * call.
  */
 static void
 evict(struct dir_info *d, unsigned int k, unsigned int count, int idle)
@@ -2233,7 +2267,9 @@ evict(struct dir_info *d, unsigned int k, unsigned int count, int idle)
 			i = (unsigned int)j;
 		if (kk == k)
 			taken++;
-		out[m].offer = take_out(d, kk, i);
+		/* Its junk is checked below, as it goes. */
+		out[m].offer = *slot(d, kk, i);
+		remove_entry(d, kk, i);
 		out[m].p = out[m].offer.p;
 		if (j < 0 || out[m].p < lo)
 			lo = out[m].p;
@@ -2249,7 +2285,9 @@ evict(struct dir_info *d, unsigned int k, unsigned int count, int idle)
 	om_sort_spans(out, m);
 	for (i = 0, g = 0; i < m; i++) {
 		struct om_cache_entry run = out[i].offer;
+		unsigned int first = i, c;
 		size_t len;
+		int offer;
 
 		if (i == g) {
 			/* A new stretch of touching runs: longer than the
@@ -2265,9 +2303,16 @@ evict(struct dir_info *d, unsigned int k, unsigned int count, int idle)
 		while (i + 1 < g && joins(&run, &out[i + 1].offer))
 			run.npages += out[++i].offer.npages;
 		len = (size_t)run.npages << OM_PAGE_SHIFT;
-		if (!whole && !idle && !run.guarded &&
-		    run.npages <= DEPOT_RUN && d->npending < OM_PENDING) {
+		offer = !whole && !idle && !run.guarded &&
+		    run.npages <= DEPOT_RUN && d->npending < OM_PENDING;
+		/* The junk of a run offered to the depot is checked once,
+		 * as it leaves the depot (for a pool, or for the kernel):
+		 * its first page's, where a joined run keeps it. */
+		for (c = offer ? first + 1 : first; c <= i; c++)
+			check_out(d, &out[c].offer);
+		if (offer) {
 			/* Offered to the depot by unlock(). */
+			run.junked = run.junked && d->junk;
 			d->mapped -= len;
 			pend(d, run.p, len, &run);
 		} else {

@@ -900,6 +900,7 @@ size_t om_cache_depot_limit(void);
 int om_cache_depot_offer(const struct om_cache_entry *e,
     struct om_cache_entry *out);
 size_t om_cache_depot_trim(void);
+void om_cache_check_leaving(const char *func, const struct om_cache_entry *e);
 void om_cache_fork_prepare(void);
 void om_cache_fork_parent(void);
 void om_cache_fork_child(void);

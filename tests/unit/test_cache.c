@@ -844,6 +844,85 @@ START_TEST(depot_counts_its_victims)
 }
 END_TEST
 
+/*
+ * A run a pool gives back to the depot keeps its junk unchecked there,
+ * and is checked once, as it leaves: when a pool takes it (0), when a
+ * trim gives it back to the kernel (1), when the full depot turns it
+ * away (2) or gives it up to make room (3).  4: given back, and not
+ * checked yet.  5: joined to the run before it as both leave the cache,
+ * its first page inside the run the depot gets, and checked then.  A
+ * byte was written into it after it was freed.
+ */
+static void
+give_back(struct dir_info *d)
+{
+	while (om_cache_give_back(d))
+		settle(d);
+	settle(d);
+}
+
+static void
+do_depot_write_after_free(void *arg)
+{
+	int how = *(int *)arg, z;
+	struct dir_info *d = unit_pool(), *d2;
+	unsigned int gave, i;
+	size_t limit;
+	char *p;
+
+	om_cache_depot_trim();
+	limit = om_cache_depot_limit();
+	if (how == 2)
+		for (i = 0; i < limit; i++)
+			offer_run(1, &gave);
+	p = own_pages(d, 4);
+	put_busy(d, p, 2);
+	if (how == 5) {
+		put_busy(d, p + 2 * OM_PAGE_SIZE, 2);
+		p += 2 * OM_PAGE_SIZE;
+	}
+	p[0] = 'x';
+	give_back(d);
+	if (how == 0)
+		(void)om_cache_get(unit_pool(), 2, 0, &z);
+	else if (how == 1)
+		om_cache_depot_trim();
+	else if (how == 3) {
+		/* Pages in demand (one cut from the first run of 1 page),
+		 * runs of 2 pages not: the last page offered, by a pool as
+		 * the written run was, takes that run's place. */
+		for (i = 0; i < limit - 2; i++)
+			offer_run(1, &gave);
+		ck_assert_ptr_nonnull(om_cache_get(unit_pool(), 1, 0, &z));
+		offer_run(1, &gave);
+		d2 = unit_pool();
+		put_busy(d2, own_pages(d2, 1), 1);
+		give_back(d2);
+	}
+}
+
+START_TEST(depot_checks_as_runs_leave)
+{
+	static const char *func[] = { "malloc", "malloc_trim", "malloc",
+	    "malloc", NULL, "malloc" };
+	struct dir_info *d = unit_pool();
+	struct child c;
+	int how;
+
+	/* Runs are junked, readable in the cache, and go to the depot. */
+	if (d->cache_max == 0 || d->junk == 0 || mopts.opt.freeunmap ||
+	    mopts.guard)
+		return;
+	for (how = 0; how < 6; how++) {
+		unit_run(do_depot_write_after_free, &how, &c);
+		if (func[how] != NULL)
+			ck_assert_fatal(&c, func[how], "write after free");
+		else
+			ck_assert_exited_ok(&c);
+	}
+}
+END_TEST
+
 START_TEST(too_big_unmapped_at_once)
 {
 	struct dir_info *d = unit_pool();
@@ -3051,6 +3130,7 @@ main(void)
 	tcase_add_test(t, front_write_after_free);
 	tcase_add_test(t, depot_limit);
 	tcase_add_test(t, depot_counts_its_victims);
+	tcase_add_test(t, depot_checks_as_runs_leave);
 	tcase_add_test(t, idle_pool_gives_back);
 	tcase_add_test(t, producer_keeps_what_consumer_frees);
 	tcase_add_test(t, used_runs_first);
