@@ -212,8 +212,8 @@ release_lock(struct dir_info *d)
 static OM_NOINLINE void
 unlock_and_unmap(struct dir_info *d)
 {
-	struct om_span s[OM_PENDING];
-	unsigned int i, n = d->npending, nu = 0;
+	struct om_span s[2 * OM_PENDING], gone[OM_PENDING];
+	unsigned int i, n = d->npending, nu = 0, ng = 0;
 	const char *func = d->func;
 
 	memcpy(s, d->pending, n * sizeof(s[0]));
@@ -226,20 +226,27 @@ unlock_and_unmap(struct dir_info *d)
 	for (i = 0; i < n; i++) {
 		struct om_cache_entry out;
 
-		if (s[i].offer.npages != 0 &&
-		    om_cache_depot_offer(&s[i].offer, &out)) {
-			/* Taken; the run it made room for goes instead. */
-			if (out.npages == 0)
-				continue;
-			om_cache_check_leaving(func, &out);
-			s[i].p = out.p;
-			s[i].len = (size_t)out.npages << OM_PAGE_SHIFT;
-		} else if (s[i].offer.npages != 0)
+		if (s[i].offer.npages == 0) {
+			/* Never offered. */
+			s[nu++] = s[i];
+			continue;
+		}
+		if (!om_cache_depot_offer(&s[i].offer, &out)) {
+			/* Turned away. */
 			om_cache_check_leaving(func, &s[i].offer);
-		/* Turned away, or never offered, or made room for. */
-		s[nu++] = s[i];
+			s[nu++] = s[i];
+		}
+		if (out.npages != 0) {
+			/* Given up to make room, taken or not: over its
+			 * limit, the depot may give up a run and still turn
+			 * the offered one away. */
+			om_cache_check_leaving(func, &out);
+			gone[ng].p = out.p;
+			gone[ng++].len = (size_t)out.npages << OM_PAGE_SHIFT;
+		}
 	}
-	om_os_unmap_spans(s, nu);
+	memcpy(s + nu, gone, ng * sizeof(gone[0]));
+	om_os_unmap_spans(s, nu + ng);
 	om_self = (uint32_t)om_self;
 }
 

@@ -231,8 +231,9 @@ turned_away(unsigned int n)
 
 /*
  * Offer an evicted entry, with no pool lock held (see unlock_and_unmap);
- * 1 if the depot took it.  *out is then a run it gave up to make room
- * (npages 0 if none), for the caller to unmap.
+ * 1 if the depot took it.  *out is a run it gave up to make room (npages
+ * 0 if none), for the caller to unmap, whether it took the entry or not:
+ * over its limit, it gives one up and may still turn the entry away.
  */
 int
 om_cache_depot_offer(const struct om_cache_entry *e,

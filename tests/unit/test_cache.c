@@ -923,6 +923,83 @@ START_TEST(depot_checks_as_runs_leave)
 }
 END_TEST
 
+/* How many of the n pages at v are still mapped. */
+static size_t
+mapped_of(void **v, size_t n)
+{
+	size_t i, m = 0;
+
+	for (i = 0; i < n; i++)
+		m += !unit_unmapped(v[i], 1);
+	return m;
+}
+
+/*
+ * A depot over its limit, which came down, gives up a run to make room
+ * for each run offered, and refuses the offered run all the same while
+ * it is still over: both go to the kernel, the one given up too.
+ */
+START_TEST(depot_over_its_limit)
+{
+	struct dir_info *d = unit_pool(), *d2;
+	size_t limit, n, i, cycles;
+	unsigned int gave;
+	void **v, *p;
+	char *q;
+	int z;
+
+	if (d->cache_max == 0)
+		return;
+	/* Mapped first: nothing mapped later may land where a page of ours
+	 * was unmapped, and read as ours. */
+	d2 = unit_pool();
+	q = own_pages(d2, 2);
+	om_cache_depot_trim();
+	limit = om_cache_depot_limit();
+	/* Pages turned away, then missed: the limit grows. */
+	for (i = 0; i < 2 * limit; i++)
+		offer_run(1, &gave);
+	for (i = 0; i < limit; i++) {
+		p = om_cache_get(d, 1, 0, &z);
+		ck_assert_ptr_nonnull(p);
+		om_os_unmap(p, OM_PAGE_SIZE);
+	}
+	ck_assert_uint_eq(om_cache_depot_pages(), 0);
+	for (i = 0; i < 8; i++)
+		ck_assert_ptr_nonnull(om_cache_get(unit_pool(), 1, 0, &z));
+	ck_assert_uint_gt(om_cache_depot_limit(), limit);
+	/* Filled to its limit with pages of ours, then one of them taken
+	 * and offered again and again: the pages that stay whole rounds
+	 * bring the limit down, below what the depot holds. */
+	limit = om_cache_depot_limit();
+	v = calloc(limit, sizeof(*v));
+	ck_assert_ptr_nonnull(v);
+	for (n = 0; n < limit; n++) {
+		v[n] = om_os_map(OM_PAGE_SIZE, 0);
+		ck_assert_ptr_nonnull(v[n]);
+		ck_assert_int_eq(offer_page(v[n]), 1);
+	}
+	for (cycles = 0; om_cache_depot_limit() == limit &&
+	    cycles < 100000; cycles++) {
+		p = om_cache_get(d, 1, 0, &z);
+		ck_assert_ptr_nonnull(p);
+		offer_page(p);
+	}
+	ck_assert_uint_lt(om_cache_depot_limit(), om_cache_depot_pages());
+	ck_assert_uint_eq(mapped_of(v, n), om_cache_depot_pages());
+	/* A pool gives back a run of 2: the depot gives up one of our
+	 * pages and has no room for the run. */
+	put_busy(d2, q, 2);
+	i = om_cache_depot_pages();
+	give_back(d2);
+	ck_assert_uint_eq(om_cache_depot_pages(), i - 1);
+	ck_assert(unit_unmapped(q, 2));
+	ck_assert_uint_eq(mapped_of(v, n), om_cache_depot_pages());
+	om_cache_depot_trim();
+	free(v);
+}
+END_TEST
+
 START_TEST(too_big_unmapped_at_once)
 {
 	struct dir_info *d = unit_pool();
@@ -3131,6 +3208,7 @@ main(void)
 	tcase_add_test(t, depot_limit);
 	tcase_add_test(t, depot_counts_its_victims);
 	tcase_add_test(t, depot_checks_as_runs_leave);
+	tcase_add_test(t, depot_over_its_limit);
 	tcase_add_test(t, idle_pool_gives_back);
 	tcase_add_test(t, producer_keeps_what_consumer_frees);
 	tcase_add_test(t, used_runs_first);
