@@ -864,18 +864,20 @@ give_back(struct dir_info *d)
 static void
 do_depot_write_after_free(void *arg)
 {
+	/* Every pool and page made first: making a pool allocates, and an
+	 * allocation may take a page from the depot. */
+	struct dir_info *d = unit_pool(), *taker = unit_pool(),
+	    *d2 = unit_pool();
+	char *p = own_pages(d, 4), *q = own_pages(d2, 1);
 	int how = *(int *)arg, z;
-	struct dir_info *d = unit_pool(), *d2;
 	unsigned int gave, i;
 	size_t limit;
-	char *p;
 
 	om_cache_depot_trim();
 	limit = om_cache_depot_limit();
 	if (how == 2)
 		for (i = 0; i < limit; i++)
 			offer_run(1, &gave);
-	p = own_pages(d, 4);
 	put_busy(d, p, 2);
 	if (how == 5) {
 		put_busy(d, p + 2 * OM_PAGE_SIZE, 2);
@@ -884,19 +886,18 @@ do_depot_write_after_free(void *arg)
 	p[0] = 'x';
 	give_back(d);
 	if (how == 0)
-		(void)om_cache_get(unit_pool(), 2, 0, &z);
+		(void)om_cache_get(taker, 2, 0, &z);
 	else if (how == 1)
 		om_cache_depot_trim();
 	else if (how == 3) {
-		/* Pages in demand (one cut from the first run of 1 page),
-		 * runs of 2 pages not: the last page offered, by a pool as
-		 * the written run was, takes that run's place. */
+		/* Pages in demand (one taken), runs of 2 pages not: the last
+		 * page offered, by a pool as the written run was, takes that
+		 * run's place. */
 		for (i = 0; i < limit - 2; i++)
 			offer_run(1, &gave);
-		ck_assert_ptr_nonnull(om_cache_get(unit_pool(), 1, 0, &z));
+		ck_assert_ptr_nonnull(om_cache_get(taker, 1, 0, &z));
 		offer_run(1, &gave);
-		d2 = unit_pool();
-		put_busy(d2, own_pages(d2, 1), 1);
+		put_busy(d2, q, 1);
 		give_back(d2);
 	}
 }
@@ -922,6 +923,9 @@ START_TEST(depot_checks_as_runs_leave)
 	}
 }
 END_TEST
+
+/* More than the limit depot_over_its_limit grows the depot to. */
+#define DEPOT_MAX_PAGES 4096
 
 /* How many of the n pages at v are still mapped. */
 static size_t
@@ -950,10 +954,13 @@ START_TEST(depot_over_its_limit)
 
 	if (d->cache_max == 0)
 		return;
-	/* Mapped first: nothing mapped later may land where a page of ours
-	 * was unmapped, and read as ours. */
+	/* Made first: nothing mapped later may land where a page of ours
+	 * was unmapped, and read as ours, and no allocation takes a page
+	 * from the depot (or misses there) while the test counts. */
 	d2 = unit_pool();
 	q = own_pages(d2, 2);
+	v = calloc(DEPOT_MAX_PAGES, sizeof(*v));
+	ck_assert_ptr_nonnull(v);
 	om_cache_depot_trim();
 	limit = om_cache_depot_limit();
 	/* Pages turned away, then missed: the limit grows. */
@@ -972,8 +979,7 @@ START_TEST(depot_over_its_limit)
 	 * and offered again and again: the pages that stay whole rounds
 	 * bring the limit down, below what the depot holds. */
 	limit = om_cache_depot_limit();
-	v = calloc(limit, sizeof(*v));
-	ck_assert_ptr_nonnull(v);
+	ck_assert_uint_le(limit, DEPOT_MAX_PAGES);
 	for (n = 0; n < limit; n++) {
 		v[n] = om_os_map(OM_PAGE_SIZE, 0);
 		ck_assert_ptr_nonnull(v[n]);
