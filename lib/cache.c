@@ -495,25 +495,25 @@ page_junk_ok(const void *p)
 	    (q[2 * PAGE_QUARTER] ^ OM_JUNK_FREE64)) == 0;
 }
 
+/* Whether the junk of a freed block is intact: every byte (full) or the
+ * sparse words. */
+OM_INLINE int
+junk_intact(int full, const void *p, size_t sz)
+{
+	/* Every word, without a branch each: up to a whole run. */
+	if (full)
+		return om_bytes_are(p, OM_JUNK_FREE,
+		    sz / sizeof(uint64_t) * sizeof(uint64_t));
+	if (sz >= OM_PAGE_SIZE)
+		return page_junk_ok(p);
+	return om_junk_sparse_ok(p, sz);
+}
+
 /* Check the junk of a freed block: every byte (full) or the sparse words. */
 void
 om_junk_validate(struct dir_info *d, int full, const void *p, size_t sz)
 {
-	size_t words = sz / sizeof(uint64_t);
-
-	if (full) {
-		/* Every word, without a branch each: up to a whole run. */
-		if (OM_UNLIKELY(!om_bytes_are(p, OM_JUNK_FREE,
-		    words * sizeof(uint64_t))))
-			write_after_free(d, p);
-		return;
-	}
-	if (sz >= OM_PAGE_SIZE) {
-		if (OM_UNLIKELY(!page_junk_ok(p)))
-			write_after_free(d, p);
-		return;
-	}
-	if (!om_junk_sparse_ok(p, sz))
+	if (OM_UNLIKELY(!junk_intact(full, p, sz)))
 		write_after_free(d, p);
 }
 
@@ -1041,10 +1041,9 @@ om_cache_check_leaving(const char *func, const struct om_cache_entry *e)
 {
 	const void *p = (const void *)e->p;
 
-	if (!e->junked || e->noaccess)
-		return;
-	if (OM_UNLIKELY(mopts.junk_validate_full ? !om_bytes_are(p,
-	    OM_JUNK_FREE, data_len(e)) : !page_junk_ok(p)))
+	if (e->junked && !e->noaccess &&
+	    OM_UNLIKELY(!junk_intact(mopts.junk_validate_full, p,
+	    data_len(e))))
 		om_fatal_in(func != NULL ? func : "malloc",
 		    "write after free", p);
 }

@@ -678,26 +678,46 @@ START_TEST(depot_limit)
 }
 END_TEST
 
-/* Offer one page of our own to the depot as unlock() would: unmap it if
- * turned away, and unmap the run given up to make room.  A page mapped
- * for it if p is NULL.  Returns 1 if taken, 0 if not, -1 if no page could
- * be mapped. */
+/* Offer a run of npages of our own to the depot as unlock() would: unmap
+ * it if turned away, and unmap the run given up to make room (its length
+ * in *gave, 0 if none, where gave is not NULL).  A run mapped for it if p
+ * is NULL.  Returns 1 if taken, 0 if not, -1 if no run could be mapped. */
 static int
-offer_page(void *p)
+offer_pages(void *p, size_t npages, unsigned int *gave)
 {
 	struct om_cache_entry e, out;
 	int taken;
 
 	memset(&e, 0, sizeof(e));
-	e.p = (uintptr_t)(p != NULL ? p : om_os_map(OM_PAGE_SIZE, 0));
+	e.p = (uintptr_t)(p != NULL ? p : om_os_map(npages * OM_PAGE_SIZE,
+	    0));
 	if (e.p == 0)
 		return -1;
-	e.npages = 1;
+	e.npages = (uint32_t)npages;
 	taken = om_cache_depot_offer(&e, &out);
 	if (!taken)
-		om_os_unmap((void *)e.p, OM_PAGE_SIZE);
+		om_os_unmap((void *)e.p, npages * OM_PAGE_SIZE);
 	if (out.npages != 0)
 		om_os_unmap((void *)out.p, (size_t)out.npages * OM_PAGE_SIZE);
+	if (gave != NULL)
+		*gave = out.npages;
+	return taken;
+}
+
+/* One page (see offer_pages). */
+static int
+offer_page(void *p)
+{
+	return offer_pages(p, 1, NULL);
+}
+
+/* A run of npages mapped for it (see offer_pages): 1 if taken. */
+static int
+offer_run(size_t npages, unsigned int *gave)
+{
+	int taken = offer_pages(NULL, npages, gave);
+
+	ck_assert_int_ge(taken, 0);
 	return taken;
 }
 
@@ -775,28 +795,6 @@ START_TEST(depot_follows_need)
 	free(taken);
 }
 END_TEST
-
-/* Offer a run of npages of our own, mapped for it, to the depot as
- * unlock() would (see offer_page); 1 if taken.  *gave: the length of the
- * run given up to make room, 0 if none. */
-static int
-offer_run(size_t npages, unsigned int *gave)
-{
-	struct om_cache_entry e, out;
-	int taken;
-
-	memset(&e, 0, sizeof(e));
-	e.p = (uintptr_t)om_os_map(npages * OM_PAGE_SIZE, 0);
-	ck_assert_uint_ne(e.p, 0);
-	e.npages = (uint32_t)npages;
-	taken = om_cache_depot_offer(&e, &out);
-	if (!taken)
-		om_os_unmap((void *)e.p, npages * OM_PAGE_SIZE);
-	if (out.npages != 0)
-		om_os_unmap((void *)out.p, (size_t)out.npages * OM_PAGE_SIZE);
-	*gave = out.npages;
-	return taken;
-}
 
 /*
  * A run the full depot gives up to make room for one in more demand is
