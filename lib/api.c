@@ -241,12 +241,13 @@ unlock_and_unmap(struct dir_info *d)
 			 * limit, the depot may give up a run and still turn
 			 * the offered one away. */
 			om_cache_check_leaving(func, &out);
-			gone[ng].p = out.p;
-			gone[ng++].len = (size_t)out.npages << OM_PAGE_SHIFT;
+			gone[ng++] = (struct om_span){ .p = out.p,
+			    .len = (size_t)out.npages << OM_PAGE_SHIFT };
 		}
 	}
-	memcpy(s + nu, gone, ng * sizeof(gone[0]));
-	om_os_unmap_spans(s, nu + ng);
+	for (i = 0; i < ng; i++)
+		s[nu++] = gone[i];
+	om_os_unmap_spans(s, nu);
 	om_self = (uint32_t)om_self;
 }
 
