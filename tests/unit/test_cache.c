@@ -842,6 +842,15 @@ START_TEST(depot_counts_its_victims)
 }
 END_TEST
 
+/* Empty d's cache into the depot, as a pool whose threads left does. */
+static void
+give_back(struct dir_info *d)
+{
+	while (om_cache_give_back(d))
+		settle(d);
+	settle(d);
+}
+
 /*
  * A run a pool gives back to the depot keeps its junk unchecked there,
  * and is checked once, as it leaves: when a pool takes it (0), when a
@@ -851,14 +860,6 @@ END_TEST
  * its first page inside the run the depot gets, and checked then.  A
  * byte was written into it after it was freed.
  */
-static void
-give_back(struct dir_info *d)
-{
-	while (om_cache_give_back(d))
-		settle(d);
-	settle(d);
-}
-
 static void
 do_depot_write_after_free(void *arg)
 {
@@ -923,7 +924,7 @@ START_TEST(depot_checks_as_runs_leave)
 END_TEST
 
 /* More than the limit depot_over_its_limit grows the depot to. */
-#define DEPOT_MAX_PAGES 4096
+#define GROWN_LIMIT_MAX 4096
 
 /* How many of the n pages at v are still mapped. */
 static size_t
@@ -957,7 +958,7 @@ START_TEST(depot_over_its_limit)
 	 * from the depot (or misses there) while the test counts. */
 	d2 = unit_pool();
 	q = own_pages(d2, 2);
-	v = calloc(DEPOT_MAX_PAGES, sizeof(*v));
+	v = calloc(GROWN_LIMIT_MAX, sizeof(*v));
 	ck_assert_ptr_nonnull(v);
 	om_cache_depot_trim();
 	limit = om_cache_depot_limit();
@@ -977,7 +978,7 @@ START_TEST(depot_over_its_limit)
 	 * and offered again and again: the pages that stay whole rounds
 	 * bring the limit down, below what the depot holds. */
 	limit = om_cache_depot_limit();
-	ck_assert_uint_le(limit, DEPOT_MAX_PAGES);
+	ck_assert_uint_le(limit, GROWN_LIMIT_MAX);
 	for (n = 0; n < limit; n++) {
 		v[n] = om_os_map(OM_PAGE_SIZE, 0);
 		ck_assert_ptr_nonnull(v[n]);
