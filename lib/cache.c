@@ -1091,6 +1091,14 @@ edge_maybe(const struct dir_info *d, uintptr_t a, int side)
 	return (d->cache_edges[b / 64] >> (b % 64)) & 1;
 }
 
+/* Where run e starts and where it ends, both into the filter. */
+OM_INLINE void
+edges_set(struct dir_info *d, const struct om_cache_entry *e)
+{
+	edge_set(d, e->p, 1);
+	edge_set(d, run_end(e), 0);
+}
+
 static OM_NOINLINE void
 edges_rebuild(struct dir_info *d)
 {
@@ -1102,10 +1110,8 @@ edges_rebuild(struct dir_info *d)
 	d->cache_edges_set = 0;
 	for (m = d->cache_classes; m != 0; m &= m - 1) {
 		k = (unsigned int)__builtin_ctzll(m);
-		for (i = 0; i < d->cache_n[k]; i++) {
-			edge_set(d, slot(d, k, i)->p, 1);
-			edge_set(d, run_end(slot(d, k, i)), 0);
-		}
+		for (i = 0; i < d->cache_n[k]; i++)
+			edges_set(d, slot(d, k, i));
 	}
 }
 
@@ -1118,8 +1124,7 @@ edge_note(struct dir_info *d, const struct om_cache_entry *e)
 		edges_rebuild(d);
 		return;
 	}
-	edge_set(d, e->p, 1);
-	edge_set(d, run_end(e), 0);
+	edges_set(d, e);
 }
 
 /* Whether the filter has the ends of every cached run (a check for the
