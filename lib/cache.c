@@ -108,9 +108,10 @@ static struct {
 	size_t round_taken;		/* pages taken this round */
 	size_t low;			/* fewest pages held this round */
 	int missed;			/* a take found nothing this round */
-	uint16_t next[DEPOT_SLOTS];	/* next slot in its bin / free list */
 	uint16_t free;			/* first slot given back, or NONE */
 	unsigned int fresh;		/* slots from here on never used */
+	/* The arrays last: an empty depot touches one page of them. */
+	uint16_t next[DEPOT_SLOTS];	/* next slot in its bin / free list */
 	struct om_cache_entry e[DEPOT_SLOTS];
 } depot;
 
@@ -940,11 +941,14 @@ om_cache_init(struct dir_info *d)
 	/* The edges filter: at least a word, EDGES_PER_SLOT bits a slot. */
 	for (bits = 64; bits < (size_t)total * EDGES_PER_SLOT; bits *= 2)
 		;
-	len = OM_PAGEROUND(total * sizeof(struct om_cache_entry) + bits / 8);
-	d->cache = om_os_map(len, d->conceal);
-	if (d->cache == NULL)
+	/* The filter goes first: with the single pages' slots after it,
+	 * a pool of small blocks touches one page of the map, not two. */
+	len = OM_PAGEROUND(bits / 8 + total * sizeof(struct om_cache_entry));
+	d->cache_edges = om_os_map(len, d->conceal);
+	if (d->cache_edges == NULL)
 		return -1;
-	d->cache_edges = (uint64_t *)(void *)(d->cache + total);
+	d->cache = (struct om_cache_entry *)(void *)(d->cache_edges +
+	    bits / 64);
 	d->cache_edges_shift = 64 - (unsigned int)__builtin_ctzll(bits);
 	d->mapped += len;
 	return 0;
