@@ -134,6 +134,7 @@ chacha_block4(struct om_rng *r, uint8_t out[256])
 #endif
 
 #if OM_CHACHA_AVX2
+#include <cpuid.h>
 #include <immintrin.h>
 
 #define AVX2 __attribute__((target("avx2")))
@@ -154,6 +155,31 @@ chacha_block4(struct om_rng *r, uint8_t out[256])
 	} while (0)
 
 int om_random_wide;
+
+/*
+ * Whether AVX2 code may run: the processor has it and the kernel saves
+ * the YMM registers (XCR0 bits 1 and 2).  Asked here rather than through
+ * __builtin_cpu_supports, whose support code from libgcc (5 KiB of text,
+ * a constructor and a page of data) every process would map for this
+ * one answer.
+ */
+static int
+avx2_usable(void)
+{
+	unsigned int a, b, c, d, lo, hi;
+
+	if (__get_cpuid_max(0, NULL) < 7)
+		return 0;
+	__cpuid(1, a, b, c, d);
+	if ((c & bit_OSXSAVE) == 0 || (c & bit_AVX) == 0)
+		return 0;
+	__asm__ volatile ("xgetbv" : "=a" (lo), "=d" (hi) : "c" (0));
+	(void)hi;
+	if ((lo & 6) != 6)
+		return 0;
+	__cpuid_count(7, 0, a, b, c, d);
+	return (b & bit_AVX2) != 0;
+}
 
 _Static_assert(sizeof(((struct om_rng *)0)->buf) == 512,
     "chacha_block8 fills the buffer");
@@ -298,9 +324,7 @@ int
 om_random_global_init(void)
 {
 #if OM_CHACHA_AVX2
-	/* Before any constructor in a static link: ask the processor now. */
-	__builtin_cpu_init();
-	om_random_wide = __builtin_cpu_supports("avx2");
+	om_random_wide = avx2_usable();
 #endif
 	return seed_global();
 }
