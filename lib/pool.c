@@ -15,16 +15,20 @@
 #include "internal.h"
 
 #include <sched.h>
+#include <sys/auxv.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
+/* om_ready ahead of om_ro in the source puts it after om_ro in memory
+ * (GCC emits the last defined first), on the page of the variables
+ * below rather than alone on the page before. */
+int om_ready;
 union om_readonly_page om_ro __attribute__((aligned(4096)));
 __thread uint64_t om_self __attribute__((tls_model("initial-exec")));
 __thread struct om_rq om_rq __attribute__((tls_model("initial-exec")));
 
 static pthread_mutex_t init_mtx = PTHREAD_MUTEX_INITIALIZER;
-int om_ready;
 
 /* Every thread's queue of frees into other pools, under init_mtx. */
 static struct om_rq *rq_head;
@@ -320,10 +324,13 @@ init_locked(void)
 {
 	struct om_options o;
 	unsigned int i;
-	long ps = sysconf(_SC_PAGESIZE);
+	/* As the kernel passed it: sysconf reads a table in libc's
+	 * read-only data for the same answer, a page fault that maps the
+	 * pages around it too. */
+	unsigned long ps = getauxval(AT_PAGESZ);
 
-	if (ps != (long)OM_PAGE_SIZE) {
-		om_warn("page size %ld is not supported", ps);
+	if (ps != OM_PAGE_SIZE) {
+		om_warn("page size %lu is not supported", ps);
 		return -1;
 	}
 	om_options_init(&o);
