@@ -451,7 +451,8 @@ struct dir_info {
 	struct chunk_info **list_sink;	/* back link of the end of a list */
 	unsigned int chunk_pages_avail[OM_NBUCKETS];
 	struct chunk_info *info_free[OM_NBUCKETS];	/* spare records */
-	char *info_next;		/* unused part of the records pages */
+	char *info_next;		/* unused part of the records pages
+					 * (at first, of the pool's own) */
 	size_t info_left;		/* its bytes */
 	unsigned int info_shift;	/* next batch: 1 << this pages */
 

@@ -39,7 +39,8 @@ static int fork_owner;
 static int fork_nest;
 
 /* A pool's pages: its struct and first region table, and a spare page
- * for the random offset. */
+ * for the random offset.  What the offset leaves of them after the table
+ * holds the pool's first chunk_info records (see pool_setup). */
 static size_t
 pool_body(void)
 {
@@ -89,6 +90,12 @@ pool_setup(struct dir_info *d, unsigned int index, int conceal)
 	pool_key(d);
 	d->mapped = pool_body() + 2 * OM_PAGE_SIZE;
 	om_region_table_init(d);
+	/* The first records come from the rest of the body, a few hundred
+	 * bytes to 4 KiB by the offset: a pool of a few chunk pages then
+	 * maps no page of records and touches none apart. */
+	d->info_next = (char *)d + OM_POOL_BYTES;
+	d->info_left = (size_t)(((uintptr_t)d & ~(uintptr_t)OM_PAGE_MASK) +
+	    pool_body() - (uintptr_t)d->info_next);
 	if (om_cache_init(d) != 0)
 		return -1;
 	d->canary1 = mopts.canary ^ (uintptr_t)d;

@@ -644,30 +644,55 @@ START_TEST(malloc_zero)
 END_TEST
 
 /*
- * The chunk_info records of all buckets are carved from shared pages:
- * the first chunk pages of five size classes in a new pool have their
- * records in one page, not one page each.
+ * The chunk_info records of all buckets are carved one after another from
+ * shared memory, not a page each: first from what the pool's own pages
+ * leave after its region table (a few hundred bytes to 4 KiB, by the
+ * pool's random offset), then from pages mapped in batches.  In a new pool the
+ * first chunk pages of five size classes have their records in the
+ * pool's pages while they fit, each after the last, and the rest one
+ * after another in one mapped page.
  */
 START_TEST(info_records_shared)
 {
 	static const size_t sizes[] = { 16, 64, 256, 1024, 2048 };
 	struct dir_info *d = unit_pool();
-	uintptr_t page = 0;
-	size_t total = 0;
-	unsigned int i;
+	char *own = (char *)d + OM_POOL_BYTES, *next = own;
+	uintptr_t end = ((uintptr_t)d & ~(uintptr_t)OM_PAGE_MASK) +
+	    OM_PAGEROUND(OM_POOL_BYTES) + OM_PAGE_SIZE;
+	struct chunk_info *last = NULL;
+	unsigned int i, mapped = 0;
 
-	for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
-		void *p = chunk_get(d, sizes[i]);
-		struct chunk_info *info = info_of(d, p);
+	/* Five classes' first pages, then pages of 2048-byte slots (two a
+	 * page) until the records have left the pool's pages. */
+	for (i = 0; i < 1024 && mapped < 2; i++) {
+		size_t sz = i < 5 ? sizes[i] : 2048;
+		struct chunk_info *info = info_of(d, chunk_get(d, sz));
+		size_t rec = mopts.info_size[om_bucket_of(sz)];
 
 		ck_assert_ptr_nonnull(info);
-		total += mopts.info_size[om_bucket_of(sizes[i])];
-		if (i == 0)
-			page = (uintptr_t)info & ~(uintptr_t)OM_PAGE_MASK;
-		else if (total <= OM_PAGE_SIZE)
-			ck_assert_uint_eq((uintptr_t)info &
-			    ~(uintptr_t)OM_PAGE_MASK, page);
+		if (info == last)
+			continue;	/* the last page's second slot */
+		last = info;
+		if (!mapped && (uintptr_t)next + rec <= end) {
+			ck_assert_ptr_eq(info, next);
+		} else if (!mapped) {
+			/* The first record the pool's pages cannot hold:
+			 * the start of a batch of its own. */
+			ck_assert((uintptr_t)info + rec <= (uintptr_t)d ||
+			    (uintptr_t)info >= end);
+			ck_assert_uint_eq((uintptr_t)info & OM_PAGE_MASK, 0);
+			mapped = 1;
+		} else {
+			ck_assert_ptr_eq(info, next);
+			mapped = 2;
+		}
+		next = (char *)info + rec;
 	}
+	ck_assert_uint_eq(mapped, 2);
+	/* Whatever the offset, the pool's pages held the first of them,
+	 * unless it is too big for any (D's records hold callers). */
+	if (mopts.info_size[om_bucket_of(sizes[0])] <= end - (uintptr_t)own)
+		ck_assert_ptr_eq(info_of(d, chunk_get(d, sizes[0])), own);
 }
 END_TEST
 
@@ -700,10 +725,11 @@ START_TEST(info_records_batched)
 	for (i = 1; i < n; i++)
 		if ((char *)infos[i] != (char *)infos[i - 1] + rec)
 			breaks++;
-	/* Batches of 1, 2, 4 and 8 pages, then 16 at a time; a mapping per
-	 * page would break at each of the 8 pages or more. */
+	/* The pool's own pages, batches of 1, 2, 4 and 8 pages, then 16 at
+	 * a time; a mapping per page would break at each of the 8 pages or
+	 * more. */
 	ck_assert_uint_ge(PAGES * rec / OM_PAGE_SIZE, 8);
-	ck_assert_msg(breaks <= 4 + PAGES * rec / (16 * OM_PAGE_SIZE),
+	ck_assert_msg(breaks <= 5 + PAGES * rec / (16 * OM_PAGE_SIZE),
 	    "%u breaks for %u records of %zu bytes", breaks, n, rec);
 }
 END_TEST
