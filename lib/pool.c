@@ -47,6 +47,13 @@ pool_body(void)
 	return OM_PAGEROUND(OM_POOL_BYTES) + OM_PAGE_SIZE;
 }
 
+/* The body a pool was placed in (the offset is less than a page). */
+static char *
+body_of(const struct dir_info *d)
+{
+	return (char *)((uintptr_t)d & ~(uintptr_t)OM_PAGE_MASK);
+}
+
 /* Where a pool goes in its body: at a random cache-line offset inside the
  * spare page, so that neither a linear overflow nor a guess of the
  * address reaches it. */
@@ -94,8 +101,7 @@ pool_setup(struct dir_info *d, unsigned int index, int conceal)
 	 * bytes to 4 KiB by the offset: a pool of a few chunk pages then
 	 * maps no page of records and touches none apart. */
 	d->info_next = (char *)d + OM_POOL_BYTES;
-	d->info_left = (size_t)(((uintptr_t)d & ~(uintptr_t)OM_PAGE_MASK) +
-	    pool_body() - (uintptr_t)d->info_next);
+	d->info_left = (size_t)(body_of(d) + pool_body() - d->info_next);
 	if (om_cache_init(d) != 0)
 		return -1;
 	d->canary1 = mopts.canary ^ (uintptr_t)d;
@@ -149,7 +155,7 @@ int
 om_pool_open(unsigned int i)
 {
 	struct dir_info *d = om_pool_at(i);
-	char *body = (char *)((uintptr_t)d & ~(uintptr_t)OM_PAGE_MASK);
+	char *body = body_of(d);
 	int conceal = i == mopts.npools, rc = 0;
 
 	pthread_mutex_lock(&init_mtx);

@@ -647,9 +647,9 @@ END_TEST
  * The chunk_info records of all buckets are carved one after another from
  * shared memory, not a page each: first from what the pool's own pages
  * leave after its region table (a few hundred bytes to 4 KiB, by the
- * pool's random offset), then from pages mapped in batches.  In a new pool the
- * first chunk pages of five size classes have their records in the
- * pool's pages while they fit, each after the last, and the rest one
+ * pool's random offset), then from pages mapped in batches.  In a new
+ * pool the first chunk pages of five size classes have their records in
+ * the pool's pages while they fit, each after the last, and the rest one
  * after another in one mapped page.
  */
 START_TEST(info_records_shared)
