@@ -349,8 +349,6 @@ struct kept_run {
 	uint32_t next;			/* in its bin or the free list */
 };
 
-static struct kept_run kept_first[KEPT_PER_BLOCK];
-
 static struct {
 	struct om_mutex mtx;
 	unsigned int runs;		/* runs kept */
@@ -363,8 +361,16 @@ static struct {
 	uint32_t free;			/* first slot of the free list */
 	uint32_t used;			/* slots ever used */
 	unsigned int blocks;		/* blocks beyond the first */
-	struct kept_run *block[KEPT_BLOCKS];
 } kept;
+
+/*
+ * The slots' blocks apart from the counts, which every om_os_map reads:
+ * defined after them, they come before them in memory (GCC emits a file's
+ * variables last-defined first), and the counts share a page with the
+ * other small variables rather than one with the depot's far end.
+ */
+static struct kept_run kept_first[KEPT_PER_BLOCK];
+static struct kept_run *kept_block[KEPT_BLOCKS];
 
 /* The counts are changed under the lock, and read without it (kept.runs
  * by om_os_map_kept, all by the dump): relaxed atomic stores. */
@@ -387,7 +393,7 @@ kept_slot(uint32_t i)
 {
 	size_t b = (i - 1) / KEPT_PER_BLOCK;
 
-	return (b == 0 ? kept_first : kept.block[b]) +
+	return (b == 0 ? kept_first : kept_block[b]) +
 	    (i - 1) % KEPT_PER_BLOCK;
 }
 
@@ -486,7 +492,7 @@ kept_add(uintptr_t p, size_t npages)
 	}
 	COUNT(mprotect);
 	if (mprotect((void *)p, OM_PAGE_SIZE, PROT_READ | PROT_WRITE) == 0) {
-		kept.block[kept.blocks + 1] = (struct kept_run *)p;
+		kept_block[kept.blocks + 1] = (struct kept_run *)p;
 		KEPT_ADD(kept.blocks, 1);
 		if (npages > 1)
 			kept_push(p + OM_PAGE_SIZE, npages - 1);
